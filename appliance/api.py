@@ -1,0 +1,336 @@
+"""The ``Appliance`` facade: wires schema → grammar → engine → extract → store → recall.
+
+Everything the CLI, the panel and the HTTP edge do goes through here. The model is loaded
+lazily (schema commands never pay for it) and one lock serialises generation, because a
+llama.cpp context holds exactly one conversation state.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from .config import Settings
+from .engine import Engine, LlamaCppEngine, resolve_model_path
+from .errors import ApplianceError, InputError, QueryError, SchemaError
+from .extract import ExtractMode, Extractor, derive_relationships
+from .grammar import CompiledGrammar, GrammarCache
+from .memory import EntityRef, MemoryRecord, RecallQuery, RecallResult, Relationship, draft_model
+from .question import QuestionParser
+from .recall import run_query, summarise
+from .schema import MemorySchema, load_schema, parse_schema
+from .spans import find_candidates
+from .store import MemoryStore
+
+__all__ = ["Appliance", "resolve_schema", "MAX_TEXT_CHARS"]
+
+MAX_TEXT_CHARS = 20_000
+
+
+def resolve_schema(schema: str | Path | MemorySchema | dict[str, Any], schema_dir: Path) -> MemorySchema:
+    """A schema object, dict, file path, or the name of a shipped schema."""
+    if isinstance(schema, MemorySchema):
+        return schema
+    if isinstance(schema, dict):
+        return parse_schema(schema)
+    p = Path(schema)
+    if p.suffix == ".json" or p.exists():
+        return load_schema(p)
+    shipped = schema_dir / f"{schema}.json"
+    if shipped.exists():
+        return load_schema(shipped)
+    names = ", ".join(sorted(f.stem for f in schema_dir.glob("*.json")))
+    raise SchemaError(f"no schema named {str(schema)!r}", hint=f"use a file path or one of: {names}")
+
+
+def clean_text(text: Any, what: str = "text") -> str:
+    """Refuse what cannot be a message: non-strings, empty, binary, oversize."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError(f"the {what} is binary data, not UTF-8 text") from None
+    if not isinstance(text, str):
+        raise InputError(f"the {what} must be a string, not {type(text).__name__}")
+    text = text.replace("\x00", "").strip()
+    if not text:
+        raise InputError(f"the {what} is empty")
+    if len(text) > MAX_TEXT_CHARS:
+        raise InputError(
+            f"the {what} has {len(text)} characters, at most {MAX_TEXT_CHARS}", hint="split it into several messages"
+        )
+    control = sum(1 for ch in text if ord(ch) < 32 and ch not in "\n\r\t")
+    if control > max(3, len(text) // 10):
+        raise InputError(f"the {what} looks like binary data ({control} control characters)")
+    return text
+
+
+class Appliance:
+    """Offline memory for agents: ``record`` what you are told, ``recall`` what you need."""
+
+    def __init__(
+        self,
+        schema: str | Path | MemorySchema | dict[str, Any] = "customer_service",
+        db: str | Path | None = None,
+        model: str | Engine | None = None,
+        settings: Settings | None = None,
+        mode: ExtractMode = "grounded",
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        self.schema = resolve_schema(schema, self.settings.schema_dir)
+        self.grammars = GrammarCache(self.settings.grammar_dir)
+        self.compiled: CompiledGrammar = self.grammars.compile(self.schema)
+        self.store = MemoryStore(db if db is not None else self.settings.db_path)
+        self.mode = mode
+        self._model_spec = model if model is not None else self.settings.model
+        self._engine: Engine | None = model if (model is not None and not isinstance(model, str)) else None
+        self._extractor: Extractor | None = None
+        self._parser: QuestionParser | None = None
+        self._lock = threading.Lock()
+
+    # --- model ------------------------------------------------------------------------
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            assert isinstance(self._model_spec, str)
+            path = resolve_model_path(self._model_spec, self.settings.models_dir)
+            self._engine = LlamaCppEngine(path, n_ctx=self.settings.n_ctx, n_threads=self.settings.n_threads)
+        return self._engine
+
+    @property
+    def extractor(self) -> Extractor:
+        if self._extractor is None or self._extractor.schema != self.schema:
+            self._extractor = Extractor(self.schema, self.engine, self.grammars, self.mode)
+        return self._extractor
+
+    @property
+    def parser(self) -> QuestionParser:
+        if self._parser is None or self._parser.schema != self.schema:
+            self._parser = QuestionParser(self.schema, self.engine, self.grammars)
+        return self._parser
+
+    # --- schema -----------------------------------------------------------------------
+    def set_schema(self, schema: str | Path | MemorySchema | dict[str, Any], force: bool = False) -> CompiledGrammar:
+        """Validate, compile and switch to another schema (stored records are kept)."""
+        new = resolve_schema(schema, self.settings.schema_dir)
+        compiled = self.grammars.compile(new, force=force)
+        self.schema, self.compiled = new, compiled
+        return compiled
+
+    # --- record -----------------------------------------------------------------------
+    def record(self, text: Any, session_id: str = "default", now: datetime | None = None) -> MemoryRecord:
+        """Extract a memory from ``text`` and store it; nothing is dropped."""
+        text = clean_text(text)
+        session_id = clean_session(session_id)
+        now = now or datetime.now(UTC)
+        base = dict(
+            memory_id=uuid.uuid4().hex,
+            session_id=session_id,
+            timestamp=now,
+            schema_id=self.schema.schema_id,
+            source_text=text,
+        )
+        with self._lock:
+            try:
+                result = self.extractor.extract(text, now)
+            except InputError as exc:  # e.g. context overflow: keep the text, flag it
+                rec = MemoryRecord(**base, status="unparsed", confidence=0.0, note=exc.message)
+                return self.store.add_record(rec)
+        if result.draft is None:
+            rec = MemoryRecord(
+                **base,
+                status="unparsed",
+                confidence=0.0,
+                raw_output=result.raw_output[:4000],
+                note=result.note or "no valid record",
+            )
+            return self.store.add_record(rec)
+        d = result.draft
+        ent = self.schema.entity(d.entity.type)
+        mentions = []
+        for a in ent.value_attributes:
+            target = self.schema.entity_for_id_attribute(a.name) if a.kind == "ref" else None
+            value = d.entity.attributes.get(a.name)
+            if target is not None and value is not None:
+                mentions.append(EntityRef(type=target.name, id=str(value)))
+        status: Literal["ok", "needs_review"] = (
+            "ok" if result.confidence >= self.settings.review_threshold else "needs_review"
+        )
+        rec = MemoryRecord(
+            **base,
+            status=status,
+            confidence=round(min(max(result.confidence, 0.0), 1.0), 4),
+            event_type=d.event_type,
+            entity_type=d.entity.type,
+            entity_id=d.entity.id,
+            state=d.entity.state,
+            attributes=dict(d.entity.attributes),
+            raw_output=result.raw_output,
+            note=result.note,
+            relationships=[
+                Relationship(
+                    type=r.type, source_type=r.from_type, source_id=r.from_id, target_type=r.to_type, target_id=r.to_id
+                )
+                for r in d.relationships
+            ],
+            mentions=mentions,
+        )
+        return self.store.add_record(rec)
+
+    # --- recall -----------------------------------------------------------------------
+    def recall(self, question: Any, session_id: str = "default") -> RecallResult:
+        """Answer a question from memory: parse → SQL → hits → context."""
+        question = clean_text(question, "question")
+        session_id = clean_session(session_id)
+        with self._lock:
+            parsed = self.parser.parse(question, datetime.now(UTC))
+        query = parsed.query or RecallQuery()
+        result = self.query(query, session_id, question=question)
+        result.raw_output = parsed.raw_output
+        if not result.hits:
+            # The structured path found nothing: fall back to the message text itself.
+            words = [str(c.surface) for c in find_candidates(question, datetime.now(UTC))]
+            extra: dict[str, MemoryRecord] = {}
+            for w in words[:3]:
+                for m in self.store.records_where(
+                    "m.session_id = ? AND contains(m.source_text, ?)", [session_id, w], limit=5
+                ):
+                    extra[m.memory_id] = m
+            result.context = summarise([], list(extra.values()))
+        return result
+
+    def query(
+        self, query: RecallQuery | dict[str, Any], session_id: str = "default", question: str = ""
+    ) -> RecallResult:
+        """Run a structured query directly (agents that skip the model)."""
+        try:
+            q = query if isinstance(query, RecallQuery) else RecallQuery.model_validate(query)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise QueryError(f"invalid query at {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        sql, params, hits = run_query(self.store, self.schema, q, clean_session(session_id))
+        return RecallResult(question=question, query=q, sql=sql, params=params, hits=hits, context=summarise(hits))
+
+    # --- editing ----------------------------------------------------------------------
+    def edit_record(self, memory_id: str, changes: dict[str, Any]) -> MemoryRecord:
+        """Change a record's fields; the result must still validate against the schema."""
+        rec = self.store.get_record(memory_id)
+        if rec is None:
+            raise QueryError(f"no memory with id {memory_id!r}")
+        merged: dict[str, Any] = {
+            "event_type": rec.event_type,
+            "entity_type": rec.entity_type,
+            "entity_id": rec.entity_id,
+            "state": rec.state,
+            "attributes": dict(rec.attributes),
+        }
+        unknown = set(changes) - set(merged) - {"status"}
+        if unknown:
+            raise QueryError(f"cannot edit {sorted(unknown)}", hint=f"editable: {', '.join(merged)}, status")
+        merged.update({k: v for k, v in changes.items() if k != "status"})
+        try:
+            ent = self.schema.entity(str(merged["entity_type"]))
+        except KeyError:
+            raise QueryError(f"unknown entity type {merged['entity_type']!r}") from None
+        attrs = {a.name: merged["attributes"].get(a.name) for a in ent.value_attributes}
+        extra = set(merged["attributes"]) - set(attrs)
+        if extra:
+            raise QueryError(f"{ent.name} has no attribute(s) {sorted(extra)}")
+        draft = {
+            "event_type": merged["event_type"],
+            "entity": {"type": ent.name, "id": merged["entity_id"], "state": merged["state"], "attributes": attrs},
+            "relationships": derive_relationships(self.schema, ent, merged["entity_id"], attrs),
+        }
+        try:
+            draft_model(self.schema).model_validate(draft)
+        except ValidationError as exc:
+            # Union errors list every entity branch: report the branch of this entity type.
+            errs = [e for e in exc.errors() if f"{ent.name}Entity" in map(str, e["loc"])] or exc.errors()
+            loc = ".".join(str(p) for p in errs[0]["loc"] if not str(p).endswith("Entity"))
+            raise QueryError(f"invalid value at {loc}: {errs[0]['msg']}") from None
+        fields = {
+            **{k: merged[k] for k in ("event_type", "entity_type", "entity_id", "state")},
+            "attributes": attrs,
+            "status": changes.get("status", "reviewed"),
+        }
+        return self.store.update_record(memory_id, **fields)
+
+    def delete_record(self, memory_id: str) -> bool:
+        return self.store.delete_record(memory_id)
+
+    # --- import / export ----------------------------------------------------------------
+    def export_jsonl(self, path: Path) -> int:
+        n = 0
+        with Path(path).open("w", encoding="utf-8") as fh:
+            for rec in self.store.iter_records():
+                fh.write(rec.model_dump_json() + "\n")
+                n += 1
+        return n
+
+    def import_jsonl(self, path: Path) -> tuple[int, list[str]]:
+        """Import records exported by ``export_jsonl``; bad lines are reported, not fatal."""
+        ok, problems = 0, []
+        existing = {r.memory_id for r in self.store.iter_records()}
+        for lineno, line in enumerate(_lines(Path(path)), 1):
+            try:
+                rec = MemoryRecord.model_validate_json(line)
+            except ValidationError as exc:
+                problems.append(f"line {lineno}: {exc.errors()[0]['msg']}")
+                continue
+            if rec.memory_id in existing:
+                continue
+            try:
+                self.store.add_record(rec)
+                ok += 1
+            except ApplianceError as exc:
+                problems.append(f"line {lineno}: {exc.message}")
+        return ok, problems
+
+    def status(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema.domain,
+            "schema_id": self.schema.schema_id,
+            "db": self.store.path,
+            "counts": self.store.counts(),
+            "model": self._model_spec
+            if isinstance(self._model_spec, str)
+            else getattr(self._model_spec, "model_id", "engine"),
+        }
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Appliance:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def clean_session(session_id: Any) -> str:
+    if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > 128:
+        raise InputError("session_id must be a non-empty string of at most 128 characters")
+    return session_id.strip()
+
+
+def _lines(path: Path) -> Iterable[str]:
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            if line.strip():
+                yield line
+
+
+def timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
+    t = time.perf_counter()
+    return fn(*args, **kwargs), time.perf_counter() - t
+
+
+_ = json  # json kept for callers that serialise results

@@ -1,0 +1,233 @@
+"""Domain types: what a record, an entity, a relationship and a recall query are. No I/O."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from functools import lru_cache
+from typing import Any, Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+
+from .schema import MemorySchema
+
+__all__ = [
+    "RecordStatus",
+    "EntityRef",
+    "RelationshipDraft",
+    "RecordDraft",
+    "MemoryRecord",
+    "Entity",
+    "Relationship",
+    "Filter",
+    "Sort",
+    "Hop",
+    "RecallQuery",
+    "RecallHit",
+    "RecallResult",
+    "draft_model",
+    "FILTER_OPS",
+    "MAX_RELATIONSHIPS",
+    "MAX_FILTERS",
+]
+
+RecordStatus = Literal["ok", "needs_review", "unparsed", "reviewed"]
+AttrValue = Union[str, float, int, None]
+FILTER_OPS = ("eq", "contains", "gt", "lt", "in")
+MAX_RELATIONSHIPS = 3
+MAX_FILTERS = 3
+MAX_LIMIT = 100
+
+
+class RelationshipDraft(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: str
+    from_type: str
+    from_id: str
+    to_type: str
+    to_id: str
+
+
+class EntityDraft(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    type: str
+    id: Optional[str]
+    state: Optional[str]
+    attributes: dict[str, AttrValue]
+
+
+class RecordDraft(BaseModel):
+    """What extraction produces from one utterance (before ids and timestamps)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    event_type: str
+    entity: EntityDraft
+    relationships: list[RelationshipDraft] = Field(default_factory=list)
+
+
+class Relationship(BaseModel):
+    type: str
+    source_type: str
+    source_id: str
+    target_type: str
+    target_id: str
+
+
+class EntityRef(BaseModel):
+    type: str
+    id: str
+
+
+class MemoryRecord(BaseModel):
+    """A stored memory: the draft plus provenance. ``unparsed`` records keep only the text."""
+
+    memory_id: str
+    session_id: str
+    timestamp: datetime
+    schema_id: str
+    status: RecordStatus
+    confidence: float = Field(ge=0.0, le=1.0)
+    source_text: str
+    event_type: Optional[str] = None
+    entity_type: Optional[str] = None
+    entity_id: Optional[str] = None
+    state: Optional[str] = None
+    attributes: dict[str, AttrValue] = Field(default_factory=dict)
+    relationships: list[Relationship] = Field(default_factory=list)
+    mentions: list[EntityRef] = Field(default_factory=list)  # entities named by ref attributes
+    raw_output: str = ""
+    note: str = ""
+
+    def summary(self) -> str:
+        """One line a person or an agent can read."""
+        if self.status == "unparsed":
+            return f"[unparsed] {self.source_text[:200]}"
+        attrs = ", ".join(f"{k}={v}" for k, v in self.attributes.items() if v is not None)
+        ident = f"{self.entity_type} {self.entity_id}" if self.entity_id else f"{self.entity_type}"
+        state = f" [{self.state}]" if self.state else ""
+        flag = " (needs review)" if self.status == "needs_review" else ""
+        return f"{self.event_type}: {ident}{state}{' ' + attrs if attrs else ''}{flag}"
+
+
+class Entity(BaseModel):
+    type: str
+    id: str
+    state: Optional[str] = None
+    attributes: dict[str, AttrValue] = Field(default_factory=dict)
+    version: int = 1
+    updated_at: Optional[datetime] = None
+
+
+class Filter(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    field: str
+    op: Literal["eq", "contains", "gt", "lt", "in"]
+    value: Union[str, float, int, list[Union[str, float, int]]]
+
+
+class Sort(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    field: str
+    descending: bool = True
+
+
+class Hop(BaseModel):
+    """Follow a declared relationship from the queried entity type to ``target_type``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    relationship: str
+    target_type: str
+
+
+class RecallQuery(BaseModel):
+    """A structured question: compiled to parameterised SQL by ``recall``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    entity_type: Optional[str] = None
+    event_type: Optional[str] = None
+    filters: list[Filter] = Field(default_factory=list, max_length=MAX_FILTERS)
+    sort: Optional[Sort] = None
+    limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
+    hop: Optional[Hop] = None
+    all_sessions: bool = False
+
+    @field_validator("filters")
+    @classmethod
+    def _bounded(cls, v: list[Filter]) -> list[Filter]:
+        return v[:MAX_FILTERS]
+
+
+class RecallHit(BaseModel):
+    entity: Entity
+    memories: list[MemoryRecord] = Field(default_factory=list)
+    path: str = "structured"
+
+
+class RecallResult(BaseModel):
+    question: str
+    query: RecallQuery
+    sql: str
+    params: list[Any]
+    hits: list[RecallHit]
+    context: str
+    raw_output: str = ""
+
+
+def _literal(*values: str) -> Any:
+    """``Literal[values]`` built at run time (mypy cannot type a dynamic Literal)."""
+    return Literal.__getitem__(values)  # type: ignore[attr-defined]
+
+
+def _union(types: list[Any]) -> Any:
+    return types[0] if len(types) == 1 else Union.__getitem__(tuple(types))  # type: ignore[attr-defined]
+
+
+@lru_cache(maxsize=64)
+def draft_model(schema: MemorySchema) -> type[BaseModel]:
+    """A pydantic model admitting exactly the drafts this schema allows."""
+    make: Any = create_model
+    forbid = ConfigDict(extra="forbid")
+    entity_models = []
+    for ent in schema.entities:
+        attr_fields: dict[str, Any] = {
+            a.name: (Optional[float] if a.kind == "number" else Optional[str], ...) for a in ent.value_attributes
+        }
+        attrs = make(f"{ent.name}Attributes", __config__=forbid, **attr_fields)
+        state_t: Any = Optional[_literal(*ent.states)] if ent.states else type(None)
+        entity_models.append(
+            make(
+                f"{ent.name}Entity",
+                __config__=forbid,
+                type=(_literal(ent.name), ...),
+                id=(Optional[str], ...),
+                state=(state_t, ...),
+                attributes=(attrs, ...),
+            )
+        )
+    rel_models = [
+        make(
+            f"{r.source}{r.type}{r.target}",
+            __config__=forbid,
+            type=(_literal(r.type), ...),
+            from_type=(_literal(r.source), ...),
+            from_id=(str, ...),
+            to_type=(_literal(r.target), ...),
+            to_id=(str, ...),
+        )
+        for r in schema.relationships
+    ]
+    rel_item: Any = _union(rel_models) if rel_models else type(None)
+    model: type[BaseModel] = make(
+        f"{schema.domain}Record",
+        __config__=forbid,
+        event_type=(_literal(*schema.event_names), ...),
+        entity=(_union(entity_models), ...),
+        relationships=(list[rel_item], Field(default_factory=list, max_length=MAX_RELATIONSHIPS)),
+    )
+    return model

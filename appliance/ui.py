@@ -1,0 +1,281 @@
+"""The Gradio panel: a view over ``Appliance``. Handlers are plain functions (tested without a
+browser); ``build_ui`` only wires them. Offline: analytics off, system fonts only (the
+default theme would fetch Google Fonts), no share link, no SSR node server."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .api import Appliance
+from .errors import ApplianceError
+from .schema import parse_schema, schema_problems
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+__all__ = ["build_ui", "launch", "is_question", "chat_turn", "records_table", "validate_schema_text"]
+
+_QUESTION = re.compile(
+    r"[?？]\s*$|^(what|where|when|which|who|how|did|do|does|is|are|show|list|find)\b|吗|呢|什么|哪|多少|怎么", re.I
+)
+RECORD_COLUMNS = [
+    "memory_id",
+    "time",
+    "session",
+    "status",
+    "confidence",
+    "event_type",
+    "entity",
+    "state",
+    "attributes",
+    "text",
+]
+
+
+def is_question(text: str) -> bool:
+    """Chat routing: questions are recalled, statements recorded."""
+    return bool(_QUESTION.search(text.strip()))
+
+
+def chat_turn(
+    app: Appliance, message: str, history: list[dict[str, str]], session: str, mode: str
+) -> tuple[list[dict[str, str]], str, str]:
+    """One chat turn → (history, details JSON, status line)."""
+    history = list(history or [])
+    if not message or not message.strip():
+        return history, "", "type a message first"
+    history.append({"role": "user", "content": message})
+    route = mode if mode in ("record", "recall") else ("recall" if is_question(message) else "record")
+    try:
+        if route == "record":
+            rec = app.record(message, session_id=session or "default")
+            flag = " ⚠ needs review" if rec.status == "needs_review" else ""
+            answer = f"Recorded ({rec.status}, confidence {rec.confidence:.2f}){flag}: {rec.summary()}"
+            details: dict[str, Any] = {"record": rec.model_dump(mode="json")}
+        else:
+            res = app.recall(message, session_id=session or "default")
+            answer = res.context
+            details = {
+                "query": res.query.model_dump(mode="json"),
+                "sql": res.sql,
+                "params": [str(p) for p in res.params],
+                "hits": len(res.hits),
+                "path": "structured" if res.hits else "text search",
+            }
+    except ApplianceError as exc:
+        answer = f"Error: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else "")
+        details = {"error": exc.message}
+    history.append({"role": "assistant", "content": answer})
+    return history, json.dumps(details, ensure_ascii=False, indent=1), f"{route} done"
+
+
+def records_table(
+    app: Appliance, search: str = "", session: str = "", status: str = "all", page: int = 1, page_size: int = 25
+) -> list[list[Any]]:
+    recs = app.store.list_records(
+        session=session or None,
+        search=search or "",
+        limit=page_size,
+        offset=max(0, int(page) - 1) * page_size,
+        status=None if status in ("", "all") else status,
+    )
+    return [
+        [
+            r.memory_id,
+            f"{r.timestamp:%Y-%m-%d %H:%M:%S}",
+            r.session_id,
+            r.status,
+            round(r.confidence, 2),
+            r.event_type or "",
+            f"{r.entity_type or ''} {r.entity_id or ''}".strip(),
+            r.state or "",
+            json.dumps({k: v for k, v in r.attributes.items() if v is not None}, ensure_ascii=False),
+            r.source_text,
+        ]
+        for r in recs
+    ]
+
+
+def entities_table(app: Appliance, session: str = "") -> list[list[Any]]:
+    return [
+        [e.type, e.id, e.state or "", json.dumps(e.attributes, ensure_ascii=False), e.version]
+        for e in app.store.list_entities(session=session or None)
+    ]
+
+
+def relationships_table(app: Appliance, session: str = "") -> list[list[Any]]:
+    return [
+        [r.source_type, r.source_id, r.type, r.target_type, r.target_id]
+        for r in app.store.list_relationships(session=session or None)
+    ]
+
+
+def edit_record(app: Appliance, memory_id: str, changes_json: str) -> str:
+    try:
+        changes = json.loads(changes_json or "{}")
+        if not isinstance(changes, dict):
+            return 'Error: changes must be a JSON object, e.g. {"state": "shipped"}'
+        rec = app.edit_record(memory_id.strip(), changes)
+        return f"Saved: {rec.summary()}"
+    except json.JSONDecodeError as exc:
+        return f"Error: changes are not JSON ({exc.msg})"
+    except ApplianceError as exc:
+        return f"Error: {exc.message}"
+
+
+def delete_record(app: Appliance, memory_id: str) -> str:
+    return "Deleted." if app.delete_record(memory_id.strip()) else f"Error: no memory {memory_id!r}"
+
+
+def mark_reviewed(app: Appliance, memory_id: str) -> str:
+    return edit_record(app, memory_id, '{"status": "reviewed"}')
+
+
+def export_file(app: Appliance, fmt: str) -> str:
+    path = Path(tempfile.mkdtemp()) / f"memories.{fmt}"
+    if fmt == "parquet":
+        app.store.export_parquet(path)
+    else:
+        app.export_jsonl(path)
+    return str(path)
+
+
+def validate_schema_text(text: str) -> str:
+    """Inline validation message for the schema editor."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"❌ not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
+    problems = schema_problems(raw)
+    if not problems:
+        try:
+            parse_schema(raw)
+        except ApplianceError as exc:
+            problems = [exc.message]
+    if problems:
+        return "❌ invalid schema:\n" + "\n".join(f"- {p}" for p in problems)
+    return "✅ valid schema"
+
+
+def apply_schema(app: Appliance, text: str) -> str:
+    msg = validate_schema_text(text)
+    if not msg.startswith("✅"):
+        return msg
+    try:
+        compiled = app.set_schema(json.loads(text), force=True)
+    except ApplianceError as exc:
+        return f"❌ {exc.message}"
+    return f"✅ compiled {app.schema.domain} ({compiled.schema_id}) in {compiled.compile_seconds * 1000:.0f} ms"
+
+
+def current_schema_text(app: Appliance) -> str:
+    return json.dumps(app.schema.to_json_dict(), ensure_ascii=False, indent=2)
+
+
+def build_ui(app: Appliance) -> Any:
+    import gradio as gr
+
+    with gr.Blocks(analytics_enabled=False, title="Memory appliance") as ui:
+        gr.Markdown(f"## Memory appliance — schema `{app.schema.domain}`, offline")
+        with gr.Tab("Chat"):
+            with gr.Row():
+                with gr.Column(scale=3):
+                    chat = gr.Chatbot(label="Conversation", height=420)
+                    msg = gr.Textbox(
+                        label="Message", placeholder="Tell me something, or ask a question", elem_id="chat-input"
+                    )
+                    with gr.Row():
+                        session = gr.Textbox(value="default", label="Session", scale=1)
+                        mode = gr.Radio(["auto", "record", "recall"], value="auto", label="Mode", scale=2)
+                        send = gr.Button("Send", variant="primary", elem_id="chat-send")
+                with gr.Column(scale=2):
+                    details = gr.Code(label="Record / query / SQL", language="json", elem_id="chat-details")
+                    status = gr.Markdown("")
+            send.click(
+                lambda m, h, s, md: chat_turn(app, m, h, s, md), [msg, chat, session, mode], [chat, details, status]
+            ).then(lambda: "", None, msg)
+            msg.submit(
+                lambda m, h, s, md: chat_turn(app, m, h, s, md), [msg, chat, session, mode], [chat, details, status]
+            ).then(lambda: "", None, msg)
+        with gr.Tab("Memories"):
+            with gr.Row():
+                search = gr.Textbox(label="Search", scale=3)
+                sess_f = gr.Textbox(label="Session", scale=1)
+                stat_f = gr.Dropdown(
+                    ["all", "ok", "needs_review", "unparsed", "reviewed"], value="all", label="Status", scale=1
+                )
+                page = gr.Number(value=1, precision=0, minimum=1, label="Page", scale=1)
+                refresh = gr.Button("Refresh", elem_id="mem-refresh")
+            table = gr.Dataframe(headers=RECORD_COLUMNS, interactive=False, wrap=True, elem_id="mem-table")
+            with gr.Row():
+                mem_id = gr.Textbox(label="Memory id", scale=2)
+                changes = gr.Textbox(label='Changes (JSON, e.g. {"state": "shipped"})', scale=3)
+            with gr.Row():
+                save = gr.Button("Save edit")
+                reviewed = gr.Button("Mark reviewed")
+                delete = gr.Button("Delete", variant="stop")
+                fmt = gr.Radio(["jsonl", "parquet"], value="jsonl", label="Export format")
+                export = gr.Button("Export")
+            edit_msg = gr.Markdown("")
+            export_out = gr.File(label="Export")
+            ents = gr.Dataframe(headers=["type", "id", "state", "attributes", "version"], label="Entities")
+            rels = gr.Dataframe(headers=["from_type", "from_id", "type", "to_type", "to_id"], label="Relationships")
+            load = [search, sess_f, stat_f, page]
+
+            def refresh_all(q: str, s: str, st: str, p: float) -> tuple[Any, Any, Any]:
+                return records_table(app, q, s, st, int(p or 1)), entities_table(app, s), relationships_table(app, s)
+
+            refresh.click(refresh_all, load, [table, ents, rels])
+            search.submit(refresh_all, load, [table, ents, rels])
+            save.click(lambda i, c: edit_record(app, i, c), [mem_id, changes], edit_msg)
+            reviewed.click(lambda i: mark_reviewed(app, i), mem_id, edit_msg)
+            delete.click(lambda i: delete_record(app, i), mem_id, edit_msg)
+            export.click(lambda f: export_file(app, f), fmt, export_out)
+        with gr.Tab("Schema"):
+            shipped = sorted(p.stem for p in app.settings.schema_dir.glob("*.json"))
+            pick = gr.Dropdown(
+                shipped, value=app.schema.domain if app.schema.domain in shipped else None, label="Shipped schemas"
+            )
+            editor = gr.Code(
+                value=current_schema_text(app),
+                language="json",
+                label="Schema JSON",
+                elem_id="schema-editor",
+                interactive=True,
+            )
+            with gr.Row():
+                validate = gr.Button("Validate", elem_id="schema-validate")
+                compile_btn = gr.Button("Apply & recompile", variant="primary", elem_id="schema-compile")
+            verdict = gr.Markdown("", elem_id="schema-verdict")
+            validate.click(validate_schema_text, editor, verdict)
+            editor.change(validate_schema_text, editor, verdict)
+            compile_btn.click(lambda t: apply_schema(app, t), editor, verdict)
+            pick.change(lambda n: (app.settings.schema_dir / f"{n}.json").read_text() if n else "", pick, editor)
+    return ui
+
+
+def launch(
+    app: Appliance, host: str = "127.0.0.1", port: int = 7860, auth: tuple[str, str] | None = None, block: bool = True
+) -> Any:
+    import gradio as gr
+
+    theme = gr.themes.Default(
+        font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"]
+    )
+    ui = build_ui(app)
+    ui.launch(
+        server_name=host,
+        server_port=port,
+        share=False,
+        auth=auth,
+        theme=theme,
+        ssr_mode=False,
+        prevent_thread_lock=not block,
+        footer_links=[],
+        show_error=False,
+    )
+    return ui

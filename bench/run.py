@@ -1,0 +1,197 @@
+"""Benchmark: grammar compile, constrained vs unconstrained tokens/s, records/s, recall latency.
+
+Run: .venv/bin/python bench/run.py [--models smollm2,gemma3-270m] [--store-sizes 10000]
+Numbers come from this machine at run time; nothing here is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from appliance.api import Appliance
+from appliance.cli import DEMO_MESSAGES
+from appliance.config import PROJECT_ROOT, Settings
+from appliance.decode import constrained_greedy, free_greedy
+from appliance.engine import LlamaCppEngine, resolve_model_path
+from appliance.grammar import GrammarCache
+from appliance.memory import Filter, MemoryRecord, RecallQuery
+from appliance.prompt import record_prompt
+from appliance.schema import load_schema
+from appliance.store import MemoryStore
+
+
+def pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def bench_grammar(tmp: Path, engine: LlamaCppEngine | None) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name in ("customer_service", "travel_assistant"):
+        schema = load_schema(PROJECT_ROOT / "schemas" / f"{name}.json")
+        cache = GrammarCache(tmp / "g")
+        cold = cache.compile(schema)
+        warm = GrammarCache(tmp / "g").compile(schema)
+        out[f"{name}.regex_cold_ms"] = cold.compile_seconds * 1000
+        out[f"{name}.regex_warm_ms"] = warm.compile_seconds * 1000
+        if engine is not None:
+            vocab = engine.vocabulary()
+            t = time.perf_counter()
+            cache.index(cold, "record", vocab, engine.tokenizer_id)
+            out[f"{name}.index_cold_ms"] = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            GrammarCache(tmp / "g").index(warm, "record", vocab, engine.tokenizer_id)
+            out[f"{name}.index_warm_ms"] = (time.perf_counter() - t) * 1000
+            size = (cold.directory / f"record.{engine.tokenizer_id}.index").stat().st_size
+            out[f"{name}.index_mb"] = size / 1e6
+    return out
+
+
+def bench_generation(engine: LlamaCppEngine, tmp: Path, runs: int = 3) -> dict[str, float]:
+    schema = load_schema(PROJECT_ROOT / "schemas" / "customer_service.json")
+    cache = GrammarCache(tmp / "g")
+    compiled = cache.compile(schema)
+    index = cache.index(compiled, "record", engine.vocabulary(), engine.tokenizer_id)
+    prompt, _ = record_prompt(schema, engine).tokens(engine, DEMO_MESSAGES[0])
+    res: dict[str, list[float]] = {"free_tps": [], "constrained_tps": [], "mask_ms_per_token": [], "forced_share": []}
+    for _ in range(runs):
+        engine.start(prompt)
+        free = free_greedy(engine, 64)
+        res["free_tps"].append(len(free.tokens) / free.seconds)
+        engine.start(prompt)
+        con = constrained_greedy(engine, index, 200)
+        res["constrained_tps"].append(len(con.tokens) / con.seconds)
+        res["mask_ms_per_token"].append(con.mask_seconds * 1000 / max(1, len(con.tokens)))
+        res["forced_share"].append(con.forced_tokens / max(1, len(con.tokens)))
+    # time to first token: cold (no cached prefix) vs warm (schema prefix cached)
+    ttft_cold, ttft_warm = [], []
+    for msg in DEMO_MESSAGES[:3]:
+        p, _ = record_prompt(schema, engine).tokens(engine, msg)
+        engine.reset()
+        t = time.perf_counter()
+        engine.start(p)
+        engine.logits()
+        ttft_cold.append(time.perf_counter() - t)
+        p2, _ = record_prompt(schema, engine).tokens(engine, msg + " 1")
+        t = time.perf_counter()
+        engine.start(p2)
+        engine.logits()
+        ttft_warm.append(time.perf_counter() - t)
+    out = {k: statistics.median(v) for k, v in res.items()}
+    out["prompt_tokens"] = len(prompt)
+    out["ttft_cold_ms"] = statistics.median(ttft_cold) * 1000
+    out["ttft_warm_ms"] = statistics.median(ttft_warm) * 1000
+    out["ratio_constrained_vs_free"] = out["constrained_tps"] / out["free_tps"]
+    return out
+
+
+def bench_records(engine: LlamaCppEngine, tmp: Path) -> dict[str, float]:
+    settings = Settings.from_env({"APPLIANCE_HOME": str(tmp), "APPLIANCE_GRAMMARS": str(tmp / "g")})
+    app = Appliance(db=tmp / f"rec-{uuid.uuid4().hex[:6]}.duckdb", model=engine, settings=settings)
+    app.record("warm up the prompt cache", "bench")
+    lat = []
+    msgs = DEMO_MESSAGES * 2
+    t0 = time.perf_counter()
+    for m in msgs:
+        t = time.perf_counter()
+        app.record(m, "bench")
+        lat.append(time.perf_counter() - t)
+    total = time.perf_counter() - t0
+    rlat = []
+    for q in ["我的订单尾号4567怎么样了？", "What happened with order 12345?", "orders over 1000"] * 2:
+        t = time.perf_counter()
+        app.recall(q, "bench")
+        rlat.append(time.perf_counter() - t)
+    app.close()
+    return {
+        "records_per_s": len(msgs) / total,
+        "record_p50_s": pct(lat, 50),
+        "record_p95_s": pct(lat, 95),
+        "nl_recall_p50_s": pct(rlat, 50),
+        "nl_recall_p95_s": pct(rlat, 95),
+    }
+
+
+def bench_store(tmp: Path, n: int) -> dict[str, float]:
+    schema = load_schema(PROJECT_ROOT / "schemas" / "customer_service.json")
+    store = MemoryStore(tmp / f"store-{n}.duckdb")
+    now = datetime(2026, 12, 2, tzinfo=UTC)
+    t = time.perf_counter()
+    for i in range(n):
+        store.add_record(
+            MemoryRecord(
+                memory_id=uuid.uuid4().hex,
+                session_id=f"s{i % 10}",
+                timestamp=now - timedelta(minutes=i),
+                schema_id=schema.schema_id,
+                status="ok",
+                confidence=0.9,
+                source_text=f"order {100000 + i} update",
+                event_type="user_inquiry",
+                entity_type="Order",
+                entity_id=str(100000 + i % (n // 2 or 1)),
+                state=["pending", "paid", "shipped"][i % 3],
+                attributes={"amount": float(i % 2000)},
+            )
+        )
+    insert_s = time.perf_counter() - t
+    from appliance.recall import run_query
+
+    lat = []
+    for i in range(50):
+        q = RecallQuery(entity_type="Order", filters=[Filter(field="id", op="eq", value=str(100000 + i * 7))])
+        t = time.perf_counter()
+        run_query(store, schema, q, f"s{(i * 7) % 10}")
+        lat.append(time.perf_counter() - t)
+    lat2 = []
+    for i in range(20):
+        q = RecallQuery(entity_type="Order", filters=[Filter(field="amount", op="gt", value=1990)], limit=10)
+        t = time.perf_counter()
+        run_query(store, schema, q, f"s{i % 10}")
+        lat2.append(time.perf_counter() - t)
+    store.close()
+    return {
+        "n": n,
+        "insert_records_per_s": n / insert_s,
+        "id_recall_p50_ms": pct(lat, 50) * 1000,
+        "id_recall_p95_ms": pct(lat, 95) * 1000,
+        "attr_recall_p50_ms": pct(lat2, 50) * 1000,
+        "attr_recall_p95_ms": pct(lat2, 95) * 1000,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--models", default="smollm2,gemma3-270m")
+    ap.add_argument("--store-sizes", default="10000")
+    args = ap.parse_args()
+    report: dict[str, object] = {"when": datetime.now(UTC).isoformat(timespec="seconds")}
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        for name in args.models.split(","):
+            try:
+                engine = LlamaCppEngine(resolve_model_path(name, PROJECT_ROOT / "models"))
+            except Exception as exc:  # a model not installed here is reported, not fatal
+                report[name] = {"error": str(exc)}
+                continue
+            sub = tmp / name
+            report[name] = {
+                "grammar": bench_grammar(sub, engine),
+                "generation": bench_generation(engine, sub),
+                "end_to_end": bench_records(engine, sub),
+            }
+            print(name, json.dumps(report[name], indent=1), flush=True, file=sys.stderr)
+        report["store"] = [bench_store(tmp, int(n)) for n in args.store_sizes.split(",")]
+    print(json.dumps(report, indent=1, default=lambda x: round(x, 3) if isinstance(x, float) else str(x)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from appliance.api import Appliance
+from appliance.errors import InputError, QueryError, SchemaError
+from appliance.testing import FakeEngine
+
+
+@pytest.fixture
+def app(settings):  # type: ignore[no-untyped-def]
+    a = Appliance(schema="customer_service", db=settings.home / "m.duckdb", model=FakeEngine(), settings=settings)
+    yield a
+    a.close()
+
+
+@pytest.mark.parametrize("bad", ["", "   ", b"\xff\xfe\x00\x01", "\x01\x02\x03\x04\x05\x06", "x" * 30_000, 42, None])
+def test_bad_utterances_get_clear_errors_and_store_nothing(app: Appliance, bad) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InputError) as err:
+        app.record(bad, "s")
+    assert err.value.message
+    assert app.store.counts()["memories"] == 0
+
+
+def test_query_validation_errors(app: Appliance) -> None:
+    with pytest.raises(QueryError):
+        app.query({"entity_type": "Order", "limit": 10_000})
+    with pytest.raises(QueryError):
+        app.query({"entity_type": "Order", "filters": [{"field": "nope", "op": "eq", "value": 1}]})
+
+
+def test_edit_record_is_validated(app: Appliance) -> None:
+    rec = app.record("order 4567 is late", "s")
+    if rec.entity_type != "Order":
+        rec = app.edit_record(
+            rec.memory_id, {"entity_type": "Order", "entity_id": "4567", "attributes": {}, "state": None}
+        )
+    with pytest.raises(QueryError, match="state"):
+        app.edit_record(rec.memory_id, {"state": "teleported"})
+    with pytest.raises(QueryError, match="no attribute"):
+        app.edit_record(rec.memory_id, {"attributes": {"colour": "red"}})
+    ok = app.edit_record(rec.memory_id, {"state": "shipped"})
+    assert ok.state == "shipped" and ok.status == "reviewed"
+
+
+def test_export_import_roundtrip(app: Appliance, settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    app.record("order 4567 is late", "s")
+    app.record("订单8812已付款", "s")
+    path = tmp_path / "out.jsonl"
+    assert app.export_jsonl(path) == 2
+    other = Appliance(schema="customer_service", db=tmp_path / "other.duckdb", model=FakeEngine(), settings=settings)
+    n, problems = other.import_jsonl(path)
+    assert n == 2 and not problems
+    assert other.import_jsonl(path)[0] == 0  # idempotent
+    path.write_text(path.read_text() + "{not json}\n")
+    n, problems = other.import_jsonl(path)
+    assert n == 0 and len(problems) == 1
+    app.store.export_parquet(tmp_path / "out.parquet")
+    assert (tmp_path / "out.parquet").stat().st_size > 0
+
+
+def test_schema_switch_and_bad_schema(app: Appliance) -> None:
+    app.set_schema("travel_assistant")
+    assert app.schema.domain == "travel_assistant"
+    with pytest.raises(SchemaError):
+        app.set_schema({"domain": "x"})
+    assert app.schema.domain == "travel_assistant"  # a bad schema does not replace the running one
+    assert json.loads(json.dumps(app.status()))["counts"]["memories"] == 0

@@ -1,0 +1,87 @@
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from appliance.errors import SchemaError
+from appliance.schema import load_schema, parse_schema, schema_problems
+
+from .conftest import SCHEMAS
+
+ISSUE_EXAMPLE = json.loads(
+    """{"schema_version":"1.0","domain":"customer_service","entities":{"User":{"attributes":["user_id","name","contact_info"],"is_root":true},"Order":{"attributes":["order_id","user_id(ref)","create_time","amount","payment_status"],"states":["pending","paid","shipped","delivered","cancelled"]},"ServiceTicket":{"attributes":["ticket_id","order_id(ref)","issue_type","description","priority","status"],"states":["open","in_progress","resolved","closed"]}},"relationships":[{"from":"User","type":"OWNS","to":"Order"},{"from":"Order","type":"HAS_TICKET","to":"ServiceTicket"}],"event_types":["order_created","payment_received","user_inquiry","complaint_registered","issue_resolved"]}"""
+)
+
+
+def test_issue_example_validates_and_parses_refs() -> None:
+    s = parse_schema(ISSUE_EXAMPLE)
+    order = s.entity("Order")
+    assert order.id_attribute == "order_id"
+    assert order.attribute("user_id").kind == "ref"  # type: ignore[union-attr]
+    assert s.entity_for_id_attribute("user_id").name == "User"  # type: ignore[union-attr]
+    assert s.relationship_between("Order", "User").type == "OWNS"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("name", ["customer_service", "travel_assistant"])
+def test_shipped_schemas_validate(name: str) -> None:
+    s = load_schema(SCHEMAS / f"{name}.json")
+    assert s.domain == name and s.examples
+
+
+def test_schema_id_is_a_content_hash() -> None:
+    a = parse_schema(ISSUE_EXAMPLE)
+    b = parse_schema(copy.deepcopy(ISSUE_EXAMPLE))
+    edited = copy.deepcopy(ISSUE_EXAMPLE)
+    edited["event_types"].append("refund_requested")
+    assert a.schema_id == b.schema_id
+    assert parse_schema(edited).schema_id != a.schema_id
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        (lambda d: d.pop("domain"), "domain"),
+        (lambda d: d["entities"]["Order"].update(attributes=["order_id", "bad name"]), "entities.Order.attributes"),
+        (lambda d: d["relationships"].append({"from": "User", "type": "X", "to": "Nobody"}), "relationships[2].to"),
+        (lambda d: d["entities"]["Order"].update(states="paid"), "entities.Order.states"),
+        (
+            lambda d: d["entities"]["ServiceTicket"].update(attributes=["ticket_id", "customer_id(ref)"]),
+            "customer_id(ref)",
+        ),
+        (lambda d: d.update(event_types=[]), "event_types"),
+        (lambda d: d.update(event_types=["a", "a"]), "duplicate event type"),
+        (lambda d: d["entities"]["Order"].update(states=[f"s{i}" for i in range(500)]), "at most 64"),
+        (lambda d: d["entities"]["Order"].update(colour="red"), "unknown field"),
+        (lambda d: d.update(entities=[]), "entities"),
+    ],
+)
+def test_malformed_schema_error_names_the_field(mutate, field: str) -> None:  # type: ignore[no-untyped-def]
+    d = copy.deepcopy(ISSUE_EXAMPLE)
+    mutate(d)
+    problems = schema_problems(d)
+    assert problems, "mutation should make the schema invalid"
+    assert any(field in p for p in problems), problems
+    with pytest.raises(SchemaError) as err:
+        parse_schema(d)
+    assert err.value.hint
+
+
+def test_not_json_and_not_object() -> None:
+    with pytest.raises(SchemaError, match="not valid JSON"):
+        parse_schema("{nope")
+    with pytest.raises(SchemaError, match="JSON object"):
+        parse_schema("[1, 2]")
+
+
+def test_examples_must_fit_the_schema() -> None:
+    d = copy.deepcopy(ISSUE_EXAMPLE)
+    d["examples"] = [{"text": "hi", "record": {"event_type": "nope", "entity": {}, "relationships": []}}]
+    with pytest.raises(SchemaError, match=r"examples\[0\]"):
+        parse_schema(d)
+
+
+def test_missing_file_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SchemaError, match="cannot read"):
+        load_schema(tmp_path / "absent.json")

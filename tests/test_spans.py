@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from appliance.spans import find_candidates, lexical_similarity, normalise_number, tag_codes
+
+NOW = datetime(2026, 12, 2, 10)
+
+
+def _by_role(text: str) -> dict[str, list[object]]:
+    out: dict[str, list[object]] = {}
+    for c in find_candidates(text, NOW):
+        out.setdefault(c.role, []).append(c.value)
+    return out
+
+
+def test_chinese_order_tail_and_relative_date() -> None:
+    r = _by_role("你好，我昨天买的手机订单尾号4567还没发货")
+    assert r["code"] == ["4567"]
+    assert r["date"] == ["2026-12-01"]
+
+
+def test_amounts_dates_contacts_en() -> None:
+    r = _by_role("Order 12345 for $1,299.50 on Nov 28, call +1 415 555 0100 or bob@x.com")
+    assert r["code"] == ["12345"]
+    assert 1299.5 in r["number"]
+    assert r["date"] == ["2026-11-28"]
+    assert set(r["contact"]) == {"bob@x.com", "+1 415 555 0100"}
+
+
+def test_lettered_codes_and_yuan() -> None:
+    r = _by_role("我的订单A-778花了299元，3天前下单")
+    assert "A-778" in r["code"] and 299.0 in r["number"] and 778.0 not in r["number"]
+    assert r["date"] == ["2026-11-29"]
+
+
+def test_normalise_number() -> None:
+    assert normalise_number("¥1,299.50") == 1299.5
+    assert normalise_number("2k") == 2000
+    assert normalise_number("none") is None
+
+
+def test_tag_codes_by_nearby_keyword() -> None:
+    text = "ticket T-9 about order 88812"
+    codes = [c for c in find_candidates(text, NOW) if c.role == "code"]
+    tags = tag_codes(text, codes, {"Order": ("order",), "ServiceTicket": ("ticket",)})
+    assert tags == {"T-9": "ServiceTicket", "88812": "Order"}
+
+
+def test_lexical_similarity_cjk_and_words() -> None:
+    assert lexical_similarity("东西坏了我要投诉", ["东西坏了，我要投诉"]) > 0.8
+    assert lexical_similarity("where is my package", ["the problem is fixed"]) == 0.0

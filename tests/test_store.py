@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import UTC, datetime
+
+import duckdb
+import pytest
+
+from appliance.errors import CorruptStoreError, StaleUpdateError, StoreLockedError
+from appliance.memory import MemoryRecord, Relationship
+from appliance.store import MemoryStore
+
+NOW = datetime(2026, 12, 2, tzinfo=UTC)
+
+
+def _rec(mid: str, eid: str = "4567", state: str | None = "paid", **attrs) -> MemoryRecord:  # type: ignore[no-untyped-def]
+    return MemoryRecord(
+        memory_id=mid,
+        session_id="s",
+        timestamp=NOW,
+        schema_id="x",
+        status="ok",
+        confidence=0.9,
+        source_text="t",
+        event_type="user_inquiry",
+        entity_type="Order",
+        entity_id=eid,
+        state=state,
+        attributes=attrs,
+        relationships=[
+            Relationship(type="OWNS", source_type="User", source_id="u1", target_type="Order", target_id=eid)
+        ],
+    )
+
+
+def test_record_entities_relationships_history(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    s = MemoryStore(tmp_path / "a.duckdb")
+    s.add_record(_rec("m1", amount=10.0))
+    s.add_record(_rec("m2", state="shipped", payment_status="paid"))
+    e = s.get_entity("s", "Order", "4567")
+    assert e is not None and e.state == "shipped" and e.version == 2
+    assert e.attributes == {"amount": 10.0, "payment_status": "paid"}  # merged, not replaced
+    assert [h["state"] for h in s.entity_history("s", "Order", "4567")] == ["paid", "shipped"]
+    assert s.get_entity("s", "User", "u1") is not None
+    assert len(s.list_relationships("s")) == 1
+
+
+def test_failed_transaction_leaves_nothing(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    s = MemoryStore(tmp_path / "a.duckdb")
+    s.add_record(_rec("m1"))
+    before = s.counts()
+    original = s._merge_entity
+
+    def boom(*a, **k):  # type: ignore[no-untyped-def]
+        original(*a, **k)
+        raise RuntimeError("crash in the middle of a record")
+
+    monkeypatch.setattr(s, "_merge_entity", boom)
+    with pytest.raises(RuntimeError):
+        s.add_record(_rec("m2", eid="777"))
+    monkeypatch.undo()
+    assert s.counts() == before
+    assert s.get_record("m2") is None and s.get_entity("s", "Order", "777") is None
+
+
+def test_optimistic_locking_refuses_stale_update(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    s = MemoryStore(tmp_path / "a.duckdb")
+    s.add_record(_rec("m1"))
+    seen = s.get_entity("s", "Order", "4567")
+    assert seen is not None
+    s.update_entity("s", "Order", "4567", seen.version, state="shipped")
+    with pytest.raises(StaleUpdateError) as err:
+        s.update_entity("s", "Order", "4567", seen.version, state="cancelled")
+    assert "version" in err.value.message and err.value.hint
+    fresh = s.get_entity("s", "Order", "4567")
+    assert fresh is not None and fresh.state == "shipped"
+    s.update_entity("s", "Order", "4567", fresh.version, state="delivered")  # the retry path works
+    assert s.get_entity("s", "Order", "4567").state == "delivered"  # type: ignore[union-attr]
+
+
+def test_committed_data_survives_reopen(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    p = tmp_path / "a.duckdb"
+    with MemoryStore(p) as s:
+        s.add_record(_rec("m1"))
+    with MemoryStore(p) as s:
+        assert s.get_record("m1") is not None
+
+
+def test_corrupt_file_is_refused_and_left_untouched(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    p = tmp_path / "bad.duckdb"
+    p.write_bytes(b"this is not a database" * 100)
+    before = p.read_bytes()
+    with pytest.raises(CorruptStoreError) as err:
+        MemoryStore(p)
+    assert err.value.hint
+    assert p.read_bytes() == before
+
+
+def test_foreign_duckdb_file_is_migrated_not_destroyed(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    p = tmp_path / "other.duckdb"
+    con = duckdb.connect(str(p))
+    con.execute("CREATE TABLE mine (x INT)")
+    con.execute("INSERT INTO mine VALUES (42)")
+    con.close()
+    MemoryStore(p).close()
+    con = duckdb.connect(str(p))
+    assert con.execute("SELECT x FROM mine").fetchall() == [(42,)]
+    con.close()
+
+
+def test_second_process_gets_a_clear_lock_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    p = tmp_path / "a.duckdb"
+    s = MemoryStore(p)
+    code = (
+        "import sys\nfrom appliance.store import MemoryStore\nfrom appliance.errors import StoreLockedError\n"
+        f"try:\n    MemoryStore({str(p)!r})\nexcept StoreLockedError as e:\n    print('LOCKED', e.hint)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    s.close()
+    assert out.stdout.startswith("LOCKED"), out.stdout + out.stderr
+    assert StoreLockedError.default_hint in out.stdout

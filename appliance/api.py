@@ -11,7 +11,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from .config import Settings
 from .engine import Engine, LlamaCppEngine, resolve_model_path
-from .errors import ApplianceError, InputError, QueryError, SchemaError
+from .errors import InputError, QueryError, SchemaError
 from .extract import ExtractMode, Extractor, derive_relationships
 from .grammar import CompiledGrammar, GrammarCache
 from .memory import EntityRef, MemoryRecord, RecallQuery, RecallResult, Relationship, draft_model
@@ -126,8 +126,16 @@ class Appliance:
         return compiled
 
     # --- record -----------------------------------------------------------------------
-    def record(self, text: Any, session_id: str = "default", now: datetime | None = None) -> MemoryRecord:
-        """Extract a memory from ``text`` and store it; nothing is dropped."""
+    def record(
+        self,
+        text: Any,
+        session_id: str = "default",
+        now: datetime | None = None,
+        on_progress: Callable[[str], None] | None = None,
+    ) -> MemoryRecord:
+        """Extract a memory from ``text`` and store it; nothing is dropped.
+
+        ``on_progress`` receives the record JSON as it is written (for streaming UIs)."""
         text = clean_text(text)
         session_id = clean_session(session_id)
         now = now or datetime.now(UTC)
@@ -140,7 +148,11 @@ class Appliance:
         )
         with self._lock:
             try:
-                result = self.extractor.extract(text, now)
+                self.extractor.on_progress = on_progress
+                try:
+                    result = self.extractor.extract(text, now)
+                finally:
+                    self.extractor.on_progress = None
             except InputError as exc:  # e.g. context overflow: keep the text, flag it
                 rec = MemoryRecord(**base, status="unparsed", confidence=0.0, note=exc.message)
                 return self.store.add_record(rec)
@@ -232,10 +244,21 @@ class Appliance:
             "state": rec.state,
             "attributes": dict(rec.attributes),
         }
+        if not isinstance(changes, dict):
+            raise QueryError("changes must be an object of field → value")
         unknown = set(changes) - set(merged) - {"status"}
         if unknown:
             raise QueryError(f"cannot edit {sorted(unknown)}", hint=f"editable: {', '.join(merged)}, status")
-        merged.update({k: v for k, v in changes.items() if k != "status"})
+        if "attributes" in changes and not isinstance(changes["attributes"], dict):
+            raise QueryError("attributes must be an object of attribute → value")
+        for key in ("event_type", "entity_type", "state", "entity_id"):
+            if key in changes and changes[key] is not None and not isinstance(changes[key], str):
+                raise QueryError(f"{key} must be a string or null")
+        status = changes.get("status", "reviewed")
+        if status not in ("ok", "needs_review", "reviewed"):
+            raise QueryError(f"status must be ok, needs_review or reviewed, not {str(status)[:40]!r}")
+        merged.update({k: v for k, v in changes.items() if k not in ("status", "attributes")})
+        merged["attributes"] = {**merged["attributes"], **changes.get("attributes", {})}
         try:
             ent = self.schema.entity(str(merged["entity_type"]))
         except KeyError:
@@ -259,7 +282,7 @@ class Appliance:
         fields = {
             **{k: merged[k] for k in ("event_type", "entity_type", "entity_id", "state")},
             "attributes": attrs,
-            "status": changes.get("status", "reviewed"),
+            "status": status,
         }
         return self.store.update_record(memory_id, **fields)
 
@@ -277,22 +300,66 @@ class Appliance:
 
     def import_jsonl(self, path: Path) -> tuple[int, list[str]]:
         """Import records exported by ``export_jsonl``; bad lines are reported, not fatal."""
-        ok, problems = 0, []
+        problems: list[str] = []
         existing = {r.memory_id for r in self.store.iter_records()}
+        batch: list[MemoryRecord] = []
         for lineno, line in enumerate(_lines(Path(path)), 1):
             try:
                 rec = MemoryRecord.model_validate_json(line)
             except ValidationError as exc:
                 problems.append(f"line {lineno}: {exc.errors()[0]['msg']}")
                 continue
-            if rec.memory_id in existing:
+            if rec.memory_id not in existing:
+                existing.add(rec.memory_id)
+                batch.append(rec)
+        for start in range(0, len(batch), 5000):
+            self.store.add_records_bulk(batch[start : start + 5000])
+        return len(batch), problems
+
+    def schema_suggestions(self, limit: int = 5000) -> list[dict[str, Any]]:
+        """Attributes (and entity types) that recur in stored records but not in the schema."""
+        found: dict[tuple[str, str], list[str]] = {}
+        for rec in self.store.list_records(limit=limit):
+            if not rec.entity_type or rec.status == "unparsed":
                 continue
             try:
-                self.store.add_record(rec)
-                ok += 1
-            except ApplianceError as exc:
-                problems.append(f"line {lineno}: {exc.message}")
-        return ok, problems
+                known = set(self.schema.entity(rec.entity_type).attribute_names)
+            except KeyError:
+                found.setdefault((rec.entity_type, "(entity type)"), []).append(rec.source_text[:80])
+                continue
+            for name, value in rec.attributes.items():
+                if name not in known and value is not None:
+                    found.setdefault((rec.entity_type, name), []).append(str(value)[:80])
+        rows = [
+            {"entity": e, "attribute": a, "count": len(v), "examples": list(dict.fromkeys(v))[:3]}
+            for (e, a), v in found.items()
+        ]
+        return sorted(rows, key=lambda r: -int(r["count"]))
+
+    def entity_graph(self, session_id: str, entity_type: str, entity_id: str, depth: int = 2) -> list[str]:
+        """Lines of an indented tree: the entity and what its relationships reach."""
+        rels = self.store.list_relationships(session=session_id, limit=5000)
+        lines = [f"{entity_type} {entity_id}"]
+        seen = {(entity_type, entity_id)}
+
+        def walk(etype: str, eid: str, level: int) -> None:
+            if level > depth:
+                return
+            for r in rels:
+                if (r.source_type, r.source_id) == (etype, eid):
+                    nxt, arrow = (r.target_type, r.target_id), f"─{r.type}→"
+                elif (r.target_type, r.target_id) == (etype, eid):
+                    nxt, arrow = (r.source_type, r.source_id), f"←{r.type}─"
+                else:
+                    continue
+                if nxt in seen:
+                    continue
+                seen.add(nxt)
+                lines.append(f"{'    ' * level}{arrow} {nxt[0]} {nxt[1]}")
+                walk(nxt[0], nxt[1], level + 1)
+
+        walk(entity_type, entity_id, 1)
+        return lines
 
     def status(self) -> dict[str, Any]:
         return {

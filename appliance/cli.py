@@ -244,6 +244,19 @@ def serve(ctx: click.Context, host: str, port: int, auth: str | None) -> None:
     launch(_app(ctx), host=host, port=port, auth=creds)  # type: ignore[arg-type]
 
 
+@main.command("http")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8765, show_default=True, help="Port.")
+@click.option("--token", default=None, envvar="APPLIANCE_TOKEN", help="Bearer token; required beyond loopback.")
+@click.pass_context
+@_friendly
+def http_api(ctx: click.Context, host: str, port: int, token: str | None) -> None:
+    """Serve the local HTTP API (OpenAPI at /openapi.json)."""
+    from .http import serve_http
+
+    serve_http(_app(ctx), host=host, port=port, token=token)
+
+
 @main.command()
 @click.option("--session", default="demo", show_default=True, help="Session used by the demo.")
 @click.pass_context
@@ -267,6 +280,24 @@ def demo(ctx: click.Context, session: str) -> None:
             f"{res.query.model_dump_json(exclude_defaults=True)}\n    sql: {res.sql}\n"
             + "\n".join("    " + line for line in res.context.splitlines())
         )
+
+
+@main.command("crash-check")
+@click.option("--kills", default=50, show_default=True, help="How many SIGKILLs to deliver.")
+@click.option("--seed", default=0, show_default=True, help="Random seed for kill timing.")
+def crash_check(kills: int, seed: int) -> None:
+    """Kill a recording process KILLS times with SIGKILL and verify the database each time."""
+    import tempfile
+
+    from .crashcheck import run_crash_check
+
+    with tempfile.TemporaryDirectory() as d:
+        report = run_crash_check(Path(d), kills=kills, seed=seed)
+    click.echo(report.line())
+    for p in report.problems or []:
+        click.echo(f"  {p}", err=True)
+    if report.lost or report.corrupt:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -88,12 +89,34 @@ def derive_relationships(
     return rels[:3]
 
 
+class _Trace(list[str]):
+    """The record being written; reports each new piece so the panel can stream it."""
+
+    def __init__(self, callback: Callable[[str], None] | None) -> None:
+        super().__init__()
+        self.callback = callback
+
+    def append(self, piece: str) -> None:
+        super().append(piece)
+        if self.callback is not None:
+            self.callback("".join(self))
+
+
 class Extractor:
     """Turns utterances into record drafts for one schema on one engine."""
 
     def __init__(
-        self, schema: MemorySchema, engine: Engine, grammars: GrammarCache, mode: ExtractMode = "grounded"
+        self,
+        schema: MemorySchema,
+        engine: Engine,
+        grammars: GrammarCache,
+        mode: ExtractMode = "grounded",
+        calibrate: bool = True,
+        lexical: bool = True,
     ) -> None:
+        self.on_progress: Callable[[str], None] | None = None  # sees the record JSON grow, field by field
+        self.calibrate = calibrate  # subtract the content-free prior from event scores
+        self.lexical = lexical  # add overlap with the schema's event descriptions/examples
         self.schema = schema
         self.engine = engine
         self.mode = mode
@@ -105,21 +128,21 @@ class Extractor:
         self._event_prior: list[float] | None = None
 
     # ---------------------------------------------------------------------------------
-    def extract(self, text: str, now: datetime, mode: ExtractMode | None = None) -> Extraction:
+    def extract(self, text: str, now: datetime, mode: ExtractMode | None = None, retry: bool = True) -> Extraction:
         """Extract one record; on an invalid result retry once in the other mode."""
         first = mode or self.mode
         result = self._attempt(text, now, first)
-        if result.draft is None:
+        if result.draft is None and retry:
             other: ExtractMode = "greedy" if first == "grounded" else "grounded"
-            retry = self._attempt(text, now, other)
-            retry.attempts = 2
-            retry.note = "; ".join(n for n in (result.note, retry.note) if n)
-            return retry
+            second = self._attempt(text, now, other)
+            second.attempts = 2
+            second.note = "; ".join(n for n in (result.note, second.note) if n)
+            return second
         return result
 
     def _attempt(self, text: str, now: datetime, mode: ExtractMode) -> Extraction:
         tokens, truncated = self._prompt.tokens(self.engine, text)
-        if mode == "grounded":
+        if mode == "grounded" and self.calibrate:
             self._prior([_j(n) for n in self.schema.event_names])
         self.engine.start(tokens)
         if mode == "grounded":
@@ -153,7 +176,7 @@ class Extractor:
     # --- grounded decoding ------------------------------------------------------------
     def _grounded(self, text: str, now: datetime) -> tuple[str, float, dict[str, float]]:
         e = self.engine
-        out: list[str] = []
+        out: list[str] = _Trace(self.on_progress)
         conf: dict[str, float] = {}
 
         def force(s: str) -> None:
@@ -170,8 +193,12 @@ class Extractor:
         force('{"event_type":')
         event_opts = [_j(n) for n in self.schema.event_names]
         scores = e.score([e.tokenize(o) for o in event_opts])
-        lexical = [lexical_similarity(text, [ev.description, *ev.examples]) for ev in self.schema.event_types]
-        adjusted = np.array(scores) - np.array(self._prior(event_opts)) + LEXICAL_WEIGHT * np.array(lexical)
+        adjusted = np.array(scores)
+        if self.calibrate:
+            adjusted = adjusted - np.array(self._prior(event_opts))
+        if self.lexical:
+            lexical = [lexical_similarity(text, [ev.description, *ev.examples]) for ev in self.schema.event_types]
+            adjusted = adjusted + LEXICAL_WEIGHT * np.array(lexical)
         best = int(np.argmax(adjusted))
         p = np.exp(adjusted - adjusted.max())
         conf["event_type"] = float(p[best] / p.sum())
@@ -181,10 +208,14 @@ class Extractor:
         force(',"entity":{"type":')
         ent_options = [_j(n) for n in self.schema.entity_names]
         hinted = next((ev.entity for ev in self.schema.event_types if ev.name == event), "")
-        ent_name = json.loads(pick("entity_type", ent_options))
-        if hinted and hinted != ent_name and conf["entity_type"] < 0.5:
-            ent_name = hinted  # the model is unsure: follow the event type's declared entity
-            out[-1] = _j(hinted)
+        if hinted and self.lexical:
+            # The schema says which entity this event is about, unless the message names an
+            # id of another entity that the declared one cannot hold as a reference
+            # ("when does flight BK-5 leave?" is about the Booking, not the Trip).
+            ent_name = self._entity_from_ids(text, now, hinted)
+            force(_j(ent_name))
+        else:
+            ent_name = json.loads(pick("entity_type", ent_options))
         ent = self.schema.entity(ent_name)
         force(',"id":')
         codes = candidates_for("code", candidates)
@@ -194,8 +225,7 @@ class Extractor:
         id_options = [_j(str(c.value)) for c in (own or untagged)]
         entity_id = json.loads(pick("id", id_options if own else id_options + ["null"], True))
         force(',"state":')
-        state_opts = [_j(s) for s in ent.states] + ["null"] if ent.states else ["null"]
-        pick("state", state_opts)
+        self._state(text, event, ent, force, pick)
         force(',"attributes":{')
         attributes: dict[str, Any] = {}
         for i, a in enumerate(ent.value_attributes):
@@ -221,6 +251,47 @@ class Extractor:
         probs = [p for p in conf.values() if p > 0]
         confidence = math.exp(sum(math.log(p) for p in probs) / len(probs)) if probs else 1.0
         return "".join(out), confidence, conf
+
+    def _entity_from_ids(self, text: str, now: datetime, declared: str) -> str:
+        codes = candidates_for("code", find_candidates(text, now))
+        tags = tag_codes(text, codes, {x.name: x.keywords for x in self.schema.entities})
+        named = [tags[str(c.value)] for c in codes if str(c.value) in tags]
+        if not named or declared in named:
+            return declared
+        decl = self.schema.entity(declared)
+        refs = {
+            t.name
+            for a in decl.value_attributes
+            if a.kind == "ref" and (t := self.schema.entity_for_id_attribute(a.name)) is not None
+        }
+        others = [n for n in named if n not in refs]
+        return others[0] if others else declared
+
+    def _state(self, text: str, event: str, ent: EntityType, force: Any, pick: Any) -> None:
+        """The entity's state: implied by the event, else evidenced by the text, else null.
+
+        Without ``lexical`` (the ablation) every state plus null is scored by likelihood.
+        """
+        if not ent.states:
+            force("null")
+            return
+        if not self.lexical:
+            pick("state", [_j(s) for s in ent.states] + ["null"])
+            return
+        ev = next(e for e in self.schema.event_types if e.name == event)
+        if ev.sets_state and ev.entity == ent.name:
+            force(_j(ev.sets_state))  # declared effect of the event: no model call
+            return
+        low = text.lower()
+        evidenced = [
+            st
+            for st in ent.states
+            if any(w.lower() in low for w in (st.replace("_", " "), *ent.state_aliases.get(st, ())))
+        ]
+        if not evidenced:
+            force("null")
+            return
+        pick("state", [_j(s) for s in evidenced])
 
     def _prior(self, options: list[str]) -> list[float]:
         """Log-probabilities of the event options for a content-free message.

@@ -84,6 +84,10 @@ class EntityType(BaseModel):
     id_attribute: str = ""
     description: str = Field(default="", max_length=MAX_TEXT)
     aliases: tuple[str, ...] = Field(default=(), max_length=32)
+    state_aliases: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # state → words meaning it
+
+    def __hash__(self) -> int:  # dict field: hash the identity-defining parts
+        return hash((self.name, self.attributes, self.states, tuple(sorted(self.state_aliases.items()))))
 
     @property
     def keywords(self) -> tuple[str, ...]:
@@ -126,6 +130,7 @@ class EventType(BaseModel):
     name: str
     description: str = Field(default="", max_length=MAX_TEXT)
     entity: str = ""  # the entity type this event is usually about (optional hint)
+    sets_state: str = ""  # the state this event puts its entity in (e.g. payment_received → paid)
     examples: tuple[str, ...] = Field(default=(), max_length=32)
 
     @field_validator("name")
@@ -188,6 +193,16 @@ class MemorySchema(BaseModel):
         for ev in self.event_types:
             if ev.entity and ev.entity not in names:
                 raise ValueError(f"event_types.{ev.name}.entity: {ev.entity!r} is not an entity")
+            if ev.sets_state:
+                owner = next((e for e in self.entities if e.name == ev.entity), None)
+                if owner is None or ev.sets_state not in owner.states:
+                    raise ValueError(
+                        f"event_types.{ev.name}.sets_state: {ev.sets_state!r} is not a state of {ev.entity or '(no entity)'}"
+                    )
+        for ent in self.entities:
+            for state in ent.state_aliases:
+                if state not in ent.states:
+                    raise ValueError(f"entities.{ent.name}.state_aliases: {state!r} is not one of its states")
         return self
 
     # --- lookups -----------------------------------------------------------------
@@ -239,6 +254,7 @@ class MemorySchema(BaseModel):
                     "id_attribute": e.id_attribute,
                     "description": e.description,
                     "aliases": list(e.aliases),
+                    "state_aliases": {k: list(v) for k, v in e.state_aliases.items()},
                 }
                 for e in self.entities
             },
@@ -294,7 +310,21 @@ def _normalise(raw: Any) -> dict[str, Any]:
             aliases = body.get("aliases", [])
             if not isinstance(aliases, list) or not all(isinstance(a, str) and 0 < len(a) <= 40 for a in aliases):
                 raise ValueError(f"entities.{name}.aliases: must be a list of short strings")
-            extra = set(body) - {"attributes", "states", "is_root", "id_attribute", "description", "aliases"}
+            state_aliases = body.get("state_aliases", {})
+            if not isinstance(state_aliases, dict) or not all(
+                isinstance(v, list) and all(isinstance(w, str) and 0 < len(w) <= 40 for w in v)
+                for v in state_aliases.values()
+            ):
+                raise ValueError(f"entities.{name}.state_aliases: must map a state to a list of short strings")
+            extra = set(body) - {
+                "attributes",
+                "states",
+                "is_root",
+                "id_attribute",
+                "description",
+                "aliases",
+                "state_aliases",
+            }
             if extra:
                 raise ValueError(f"entities.{name}: unknown field(s) {sorted(extra)}")
             out.append(
@@ -306,6 +336,7 @@ def _normalise(raw: Any) -> dict[str, Any]:
                     "id_attribute": id_attr,
                     "description": body.get("description", ""),
                     "aliases": aliases,
+                    "state_aliases": {k: tuple(v) for k, v in state_aliases.items()},
                 }
             )
         data["entities"] = out

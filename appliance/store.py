@@ -30,7 +30,7 @@ from .memory import Entity, MemoryRecord, Relationship
 
 __all__ = ["MemoryStore", "DB_VERSION"]
 
-DB_VERSION = 1
+DB_VERSION = 2
 MAX_ATTEMPTS = 5
 
 MIGRATIONS: dict[int, list[str]] = {
@@ -62,6 +62,8 @@ MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS memory_entities_entity ON memory_entities (session_id, entity_type, entity_id)",
         "CREATE INDEX IF NOT EXISTS memory_entities_memory ON memory_entities (memory_id)",
     ],
+    # v2: reading a record's relationships was a full scan of the relationships table.
+    2: ["CREATE INDEX IF NOT EXISTS relationships_memory ON relationships (memory_id)"],
 }
 
 
@@ -440,6 +442,135 @@ class MemoryStore:
             }
 
     # --- bulk -------------------------------------------------------------------------
+    def add_records_bulk(self, records: Sequence[MemoryRecord]) -> int:
+        """Store many records in one set-based transaction (imports, synthetic benchmarks).
+
+        Same end state as ``add_record`` per record: entities merged (non-null wins,
+        version +1), a history row per touched entity, relationships deduplicated.
+        """
+        import pandas as pd  # ships with gradio; used only for zero-copy bulk inserts
+
+        if not records:
+            return 0
+        now = _now()
+        mem_rows: list[tuple[Any, ...]] = []
+        links: list[tuple[str, ...]] = []
+        rels: list[tuple[Any, ...]] = []
+        ents: dict[tuple[str, str, str], tuple[str | None, dict[str, Any]]] = {}
+        for r in records:
+            mem_rows.append(
+                (
+                    r.memory_id,
+                    r.session_id,
+                    r.timestamp,
+                    r.schema_id,
+                    r.status,
+                    r.confidence,
+                    r.source_text,
+                    r.event_type,
+                    r.entity_type,
+                    r.entity_id,
+                    r.state,
+                    json.dumps(r.attributes, ensure_ascii=False),
+                    r.raw_output,
+                    r.note,
+                )
+            )
+            if r.status == "unparsed" or not r.entity_type or not r.entity_id:
+                continue
+            touched = [(r.entity_type, r.entity_id, r.state, r.attributes, "primary")]
+            touched += [(m.type, m.id, None, {}, "mentioned") for m in r.mentions]
+            for rel in r.relationships:
+                touched += [
+                    (rel.source_type, rel.source_id, None, {}, "related"),
+                    (rel.target_type, rel.target_id, None, {}, "related"),
+                ]
+                rels.append(
+                    (
+                        r.session_id,
+                        rel.type,
+                        rel.source_type,
+                        rel.source_id,
+                        rel.target_type,
+                        rel.target_id,
+                        r.memory_id,
+                        now,
+                    )
+                )
+            seen = set()
+            for etype, eid, state, attrs, role in touched:
+                if (etype, eid) in seen:
+                    continue
+                seen.add((etype, eid))
+                links.append((r.memory_id, r.session_id, etype, eid, role))
+                key = (r.session_id, etype, eid)
+                old_state, old_attrs = ents.get(key, (None, {}))
+                ents[key] = (
+                    state if state is not None else old_state,
+                    {**old_attrs, **{k: v for k, v in attrs.items() if v is not None}},
+                )
+        mem_cols = [
+            "memory_id",
+            "session_id",
+            "ts",
+            "schema_id",
+            "status",
+            "confidence",
+            "source_text",
+            "event_type",
+            "entity_type",
+            "entity_id",
+            "state",
+            "attributes",
+            "raw_output",
+            "note",
+        ]
+        frames = {
+            "_bulk_m": pd.DataFrame(mem_rows, columns=mem_cols),
+            "_bulk_l": pd.DataFrame(links, columns=["memory_id", "session_id", "entity_type", "entity_id", "role"]),
+            "_bulk_e": pd.DataFrame(
+                [(k[0], k[1], k[2], v[0], json.dumps(v[1], ensure_ascii=False), now) for k, v in ents.items()],
+                columns=["session_id", "entity_type", "entity_id", "state", "attributes", "ts"],
+            ),
+            "_bulk_r": pd.DataFrame(
+                rels,
+                columns=[
+                    "session_id",
+                    "rel_type",
+                    "source_type",
+                    "source_id",
+                    "target_type",
+                    "target_id",
+                    "memory_id",
+                    "created_at",
+                ],
+            ),
+        }
+        with self._tx() as con:
+            for name, frame in frames.items():
+                con.register(name, frame)
+            try:
+                con.execute(f"INSERT INTO memories SELECT {', '.join(mem_cols)} FROM _bulk_m")
+                con.execute("INSERT INTO memory_entities SELECT * FROM _bulk_l")
+                con.execute(
+                    "INSERT INTO entities SELECT session_id, entity_type, entity_id, state, attributes, 1, ts, ts "
+                    "FROM _bulk_e ON CONFLICT (session_id, entity_type, entity_id) DO UPDATE SET "
+                    "state = COALESCE(excluded.state, entities.state), "
+                    "attributes = json_merge_patch(entities.attributes, excluded.attributes), "
+                    "version = entities.version + 1, updated_at = excluded.updated_at"
+                )
+                con.execute(
+                    "INSERT INTO entity_history SELECT e.session_id, e.entity_type, e.entity_id, e.version, e.state, "
+                    "e.attributes, e.updated_at, NULL FROM entities e JOIN _bulk_e b ON e.session_id = b.session_id "
+                    "AND e.entity_type = b.entity_type AND e.entity_id = b.entity_id"
+                )
+                if rels:
+                    con.execute("INSERT OR IGNORE INTO relationships SELECT * FROM _bulk_r")
+            finally:
+                for name in frames:
+                    con.unregister(name)
+        return len(records)
+
     def iter_records(self, batch: int = 500) -> Iterator[MemoryRecord]:
         offset = 0
         while True:

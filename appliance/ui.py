@@ -4,10 +4,14 @@ default theme would fetch Google Fonts), no share link, no SSR node server."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
+import queue
 import re
 import tempfile
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +21,18 @@ from .schema import parse_schema, schema_problems
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
-__all__ = ["build_ui", "launch", "is_question", "chat_turn", "records_table", "validate_schema_text"]
+__all__ = [
+    "build_ui",
+    "launch",
+    "is_question",
+    "chat_turn",
+    "chat_stream",
+    "records_table",
+    "validate_schema_text",
+    "graph_text",
+    "schema_diff",
+    "suggestions_table",
+]
 
 _QUESTION = re.compile(
     r"[?？]\s*$|^(what|where|when|which|who|how|did|do|does|is|are|show|list|find)\b|吗|呢|什么|哪|多少|怎么", re.I
@@ -41,36 +56,111 @@ def is_question(text: str) -> bool:
     return bool(_QUESTION.search(text.strip()))
 
 
+def chat_stream(
+    app: Appliance, message: str, history: list[dict[str, str]], session: str, mode: str
+) -> Iterator[tuple[list[dict[str, str]], str, str]]:
+    """One chat turn, streamed: the record JSON is shown while the model writes it."""
+    history = list(history or [])
+    if not message or not message.strip():
+        yield history, "", "type a message first"
+        return
+    history.append({"role": "user", "content": message})
+    route = mode if mode in ("record", "recall") else ("recall" if is_question(message) else "record")
+    if route == "recall":
+        yield history + [{"role": "assistant", "content": "…searching memory"}], "", "⏳ recalling…"
+        yield _recall_turn(app, message, history, session)
+        return
+    progress: queue.Queue[str] = queue.Queue()
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["record"] = app.record(message, session_id=session or "default", on_progress=progress.put)
+        except ApplianceError as exc:
+            outcome["error"] = exc
+        finally:
+            progress.put(_DONE)
+
+    threading.Thread(target=work, daemon=True).start()
+    partial = ""
+    while (piece := progress.get()) is not _DONE:
+        partial = piece
+        yield history + [{"role": "assistant", "content": "…writing the record"}], partial, "⏳ extracting…"
+    if "error" in outcome:
+        exc = outcome["error"]
+        history.append({"role": "assistant", "content": f"Error: {exc.message} (hint: {exc.hint})"})
+        yield history, json.dumps({"error": exc.message}), "record failed"
+        return
+    rec = outcome["record"]
+    flag = " ⚠ needs review" if rec.status == "needs_review" else ""
+    history.append(
+        {
+            "role": "assistant",
+            "content": f"Recorded ({rec.status}, confidence {rec.confidence:.2f}){flag}: {rec.summary()}",
+        }
+    )
+    yield history, json.dumps({"record": rec.model_dump(mode="json")}, ensure_ascii=False, indent=1), "record done"
+
+
+_DONE = "\x00done"
+
+
+def _recall_turn(
+    app: Appliance, message: str, history: list[dict[str, str]], session: str
+) -> tuple[list[dict[str, str]], str, str]:
+    try:
+        res = app.recall(message, session_id=session or "default")
+    except ApplianceError as exc:
+        history.append({"role": "assistant", "content": f"Error: {exc.message} (hint: {exc.hint})"})
+        return history, json.dumps({"error": exc.message}), "recall failed"
+    details = {
+        "query": res.query.model_dump(mode="json"),
+        "sql": res.sql,
+        "params": [str(p) for p in res.params],
+        "hits": len(res.hits),
+        "path": "structured" if res.hits else "text search",
+    }
+    history.append({"role": "assistant", "content": res.context})
+    return history, json.dumps(details, ensure_ascii=False, indent=1), "recall done"
+
+
 def chat_turn(
     app: Appliance, message: str, history: list[dict[str, str]], session: str, mode: str
 ) -> tuple[list[dict[str, str]], str, str]:
-    """One chat turn → (history, details JSON, status line)."""
-    history = list(history or [])
-    if not message or not message.strip():
-        return history, "", "type a message first"
-    history.append({"role": "user", "content": message})
-    route = mode if mode in ("record", "recall") else ("recall" if is_question(message) else "record")
+    """One chat turn without streaming → (history, details JSON, status line)."""
+    steps = list(chat_stream(app, message, history, session, mode))
+    return steps[-1] if steps else (list(history or []), "", "")
+
+
+def graph_text(app: Appliance, session: str, entity: str) -> str:
+    """'Order 4567' → an indented relationship tree, as a code block."""
+    parts = entity.strip().split(maxsplit=1)
+    if len(parts) != 2:
+        return "Enter an entity as `Type id`, e.g. `Order 4567`."
+    lines = app.entity_graph(session or "default", parts[0], parts[1])
+    return "```\n" + "\n".join(lines) + "\n```"
+
+
+def schema_diff(app: Appliance, text: str) -> str:
+    """Unified diff of the editor against the running schema."""
     try:
-        if route == "record":
-            rec = app.record(message, session_id=session or "default")
-            flag = " ⚠ needs review" if rec.status == "needs_review" else ""
-            answer = f"Recorded ({rec.status}, confidence {rec.confidence:.2f}){flag}: {rec.summary()}"
-            details: dict[str, Any] = {"record": rec.model_dump(mode="json")}
-        else:
-            res = app.recall(message, session_id=session or "default")
-            answer = res.context
-            details = {
-                "query": res.query.model_dump(mode="json"),
-                "sql": res.sql,
-                "params": [str(p) for p in res.params],
-                "hits": len(res.hits),
-                "path": "structured" if res.hits else "text search",
-            }
-    except ApplianceError as exc:
-        answer = f"Error: {exc.message}" + (f" (hint: {exc.hint})" if exc.hint else "")
-        details = {"error": exc.message}
-    history.append({"role": "assistant", "content": answer})
-    return history, json.dumps(details, ensure_ascii=False, indent=1), f"{route} done"
+        edited = json.dumps(json.loads(text), ensure_ascii=False, indent=2, sort_keys=True).splitlines()
+    except json.JSONDecodeError:
+        return "(the editor does not hold valid JSON)"
+    running = json.dumps(app.schema.to_json_dict(), ensure_ascii=False, indent=2, sort_keys=True).splitlines()
+    diff = list(difflib.unified_diff(running, edited, "running", "editor", lineterm="", n=1))
+    return "```diff\n" + "\n".join(diff) + "\n```" if diff else "No changes against the running schema."
+
+
+def suggestions_table(app: Appliance) -> list[list[Any]]:
+    return [[s["entity"], s["attribute"], s["count"], "; ".join(s["examples"])] for s in app.schema_suggestions()]
+
+
+def import_file(app: Appliance, path: str | None) -> str:
+    if not path:
+        return "Choose a JSONL file exported by the appliance."
+    n, problems = app.import_jsonl(Path(path))
+    return f"Imported {n} records." + (f" {len(problems)} bad lines: {'; '.join(problems[:3])}" if problems else "")
 
 
 def records_table(
@@ -222,8 +312,19 @@ def build_ui(app: Appliance) -> Any:
                 export = gr.Button("Export")
             edit_msg = gr.Markdown("")
             export_out = gr.File(label="Export")
+            with gr.Row():
+                upload = gr.File(label="Import JSONL", file_types=[".jsonl"], type="filepath")
+                import_msg = gr.Markdown("")
+            upload.upload(lambda p: import_file(app, p), upload, import_msg)
             ents = gr.Dataframe(headers=["type", "id", "state", "attributes", "version"], label="Entities")
             rels = gr.Dataframe(headers=["from_type", "from_id", "type", "to_type", "to_id"], label="Relationships")
+            with gr.Row():
+                graph_for = gr.Textbox(
+                    label="Graph for entity (Type id)", placeholder="Order 4567", elem_id="graph-for"
+                )
+                graph_btn = gr.Button("Show graph")
+            graph = gr.Markdown("", elem_id="graph")
+            graph_btn.click(lambda s, e: graph_text(app, s, e), [sess_f, graph_for], graph)
             load = [search, sess_f, stat_f, page]
 
             def refresh_all(q: str, s: str, st: str, p: float) -> tuple[Any, Any, Any]:
@@ -251,6 +352,15 @@ def build_ui(app: Appliance) -> Any:
                 validate = gr.Button("Validate", elem_id="schema-validate")
                 compile_btn = gr.Button("Apply & recompile", variant="primary", elem_id="schema-compile")
             verdict = gr.Markdown("", elem_id="schema-verdict")
+            diff_btn = gr.Button("Diff against running schema")
+            diff = gr.Markdown("")
+            diff_btn.click(lambda t: schema_diff(app, t), editor, diff)
+            sugg_btn = gr.Button("Schema suggestions")
+            sugg = gr.Dataframe(
+                headers=["entity", "attribute", "count", "examples"],
+                label="Attributes seen in records but not in the schema",
+            )
+            sugg_btn.click(lambda: suggestions_table(app), None, sugg)
             validate.click(validate_schema_text, editor, verdict)
             editor.change(validate_schema_text, editor, verdict)
             compile_btn.click(lambda t: apply_schema(app, t), editor, verdict)

@@ -115,3 +115,25 @@ def test_greedy_grammar_mode_is_valid_too(app: Appliance) -> None:
     assert r.draft is not None or r.attempts == 2
     if r.draft is not None:
         draft_model(app.schema).model_validate_json(r.raw_output)
+
+
+def test_output_cut_at_max_tokens_is_never_stored(app: Appliance, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import appliance.extract as extract
+
+    monkeypatch.setattr(extract, "MAX_RECORD_TOKENS", 12)
+    r = app.extractor.extract("Order 777 was cancelled today", datetime.now(UTC), mode="greedy", retry=False)
+    assert r.draft is None and "cut at 12 tokens" in r.note
+    before = app.store.counts()["memories"]
+    monkeypatch.setattr(app.extractor, "mode", "greedy")
+    monkeypatch.setattr(extract.Extractor, "_grounded", lambda *a, **k: ("{truncated", 0.0, {}))
+    rec = app.record("Order 777 was cancelled today", session_id="faults")
+    assert rec.status == "unparsed" and rec.event_type is None  # flagged raw text, no truncated JSON
+    assert app.store.counts()["memories"] == before + 1
+
+
+def test_long_utterance_is_truncated_for_the_model_but_stored_whole(app: Appliance) -> None:
+    text = "我的订单尾号4567还没发货。" + "这是很长的补充说明。" * 400
+    rec = app.record(text, session_id="faults")
+    assert rec.source_text == text
+    assert rec.status in ("ok", "needs_review")
+    assert "truncated" in rec.note

@@ -120,3 +120,33 @@ def test_second_process_gets_a_clear_lock_error(tmp_path) -> None:  # type: igno
     s.close()
     assert out.stdout.startswith("LOCKED"), out.stdout + out.stderr
     assert StoreLockedError.default_hint in out.stdout
+
+
+def test_bulk_insert_matches_single_inserts(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    one = MemoryStore(tmp_path / "one.duckdb")
+    bulk = MemoryStore(tmp_path / "bulk.duckdb")
+    recs = [_rec("m1", amount=10.0), _rec("m2", state="shipped", payment_status="paid"), _rec("m3", eid="9")]
+    for r in recs:
+        one.add_record(r)
+    assert bulk.add_records_bulk(recs) == 3
+    for s in (one, bulk):
+        e = s.get_entity("s", "Order", "4567")
+        assert e is not None and e.state == "shipped"
+        assert e.attributes == {"amount": 10.0, "payment_status": "paid"}
+        assert len(s.list_relationships("s")) == 2
+    assert one.counts()["memories"] == bulk.counts()["memories"] == 3
+
+
+def test_migration_from_v1_adds_index(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    p = tmp_path / "old.duckdb"
+    MemoryStore(p).close()
+    con = duckdb.connect(str(p))
+    con.execute("DROP INDEX relationships_memory")
+    con.execute("UPDATE meta SET value = '1' WHERE key = 'db_version'")
+    con.close()
+    MemoryStore(p).close()
+    con = duckdb.connect(str(p))
+    names = [r[0] for r in con.execute("SELECT index_name FROM duckdb_indexes()").fetchall()]
+    assert "relationships_memory" in names
+    assert con.execute("SELECT value FROM meta WHERE key = 'db_version'").fetchone() == ("2",)
+    con.close()

@@ -32,3 +32,53 @@ def test_chat_turn_records_then_table_shows_it(settings) -> None:  # type: ignor
     history, details, _ = chat_turn(app, "where is order 4567?", history, "s", "auto")
     assert "sql" in json.loads(details)
     build_ui(app)  # wiring builds without a browser or network
+
+
+def test_stream_shows_partial_record_then_final(settings) -> None:  # type: ignore[no-untyped-def]
+    from appliance.ui import chat_stream
+
+    app = Appliance(db=settings.home / "m.duckdb", model=FakeEngine(), settings=settings)
+    steps = list(chat_stream(app, "order 4567 is late", [], "s", "record"))
+    assert len(steps) >= 3  # several partial states before the final answer
+    partials = [d for _, d, st in steps if st.startswith("⏳")]
+    assert partials and partials[0].startswith('{"event_type":')
+    assert json.loads(steps[-1][1])["record"]["source_text"] == "order 4567 is late"
+
+
+def test_graph_diff_and_suggestions(settings) -> None:  # type: ignore[no-untyped-def]
+    from appliance.memory import MemoryRecord, Relationship
+    from appliance.ui import graph_text, schema_diff, suggestions_table
+
+    app = Appliance(db=settings.home / "m.duckdb", model=FakeEngine(), settings=settings)
+    app.store.add_record(
+        MemoryRecord(
+            memory_id="m1",
+            session_id="s",
+            timestamp="2026-12-02T00:00:00Z",
+            schema_id="x",
+            status="ok",
+            confidence=1.0,
+            source_text="t",
+            event_type="user_inquiry",
+            entity_type="Order",
+            entity_id="4567",
+            attributes={"colour": "red"},
+            relationships=[
+                Relationship(type="OWNS", source_type="User", source_id="u1", target_type="Order", target_id="4567"),
+                Relationship(
+                    type="HAS_TICKET",
+                    source_type="Order",
+                    source_id="4567",
+                    target_type="ServiceTicket",
+                    target_id="T1",
+                ),
+            ],
+        )
+    )
+    g = graph_text(app, "s", "User u1")
+    assert "─OWNS→ Order 4567" in g and "─HAS_TICKET→ ServiceTicket T1" in g
+    assert suggestions_table(app) == [["Order", "colour", 1, "red"]]
+    edited = json.loads(json.dumps(app.schema.to_json_dict()))
+    edited["event_types"].append({"name": "refund_requested"})
+    assert "refund_requested" in schema_diff(app, json.dumps(edited))
+    assert "No changes" in schema_diff(app, json.dumps(app.schema.to_json_dict()))

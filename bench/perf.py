@@ -1,6 +1,7 @@
-"""Benchmark: grammar compile, constrained vs unconstrained tokens/s, records/s, recall latency.
+"""Performance benchmark: grammar compile, plain llama.cpp vs constrained tokens/s, TTFT with and
+without prefix reuse, mask cost, records/s, recall latency at several store sizes, peak RSS.
 
-Run: .venv/bin/python bench/run.py [--models smollm2,gemma3-270m] [--store-sizes 10000]
+Run: .venv/bin/python bench/perf.py [--models smollm2,gemma3-270m] [--store-sizes 10000,100000,1000000]
 Numbers come from this machine at run time; nothing here is asserted.
 """
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import sys
 import tempfile
@@ -85,6 +87,16 @@ def bench_generation(engine: LlamaCppEngine, tmp: Path, runs: int = 3) -> dict[s
         engine.start(p2)
         engine.logits()
         ttft_warm.append(time.perf_counter() - t)
+    # plain llama-cpp-python, unconstrained, same prompt text (its own sampler loop)
+    text = engine.detokenize(prompt).decode("utf-8", errors="replace")
+    plain = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        r = engine.llm.create_completion(text, max_tokens=64, temperature=0.0)
+        dt = time.perf_counter() - t
+        plain.append(r["usage"]["completion_tokens"] / dt)  # type: ignore[index]
+    engine.reset()  # create_completion moved llama.cpp's state; our mirror must not trust it
+    res["plain_llama_tps_incl_prompt"] = plain
     out = {k: statistics.median(v) for k, v in res.items()}
     out["prompt_tokens"] = len(prompt)
     out["ttft_cold_ms"] = statistics.median(ttft_cold) * 1000
@@ -120,52 +132,79 @@ def bench_records(engine: LlamaCppEngine, tmp: Path) -> dict[str, float]:
     }
 
 
+def _synthetic(schema_id: str, i: int, n: int) -> MemoryRecord:
+    now = datetime(2026, 12, 2, tzinfo=UTC)
+    return MemoryRecord(
+        memory_id=f"m{i:08d}",
+        session_id=f"s{i % 10}",
+        timestamp=now - timedelta(seconds=i),
+        schema_id=schema_id,
+        status="ok",
+        confidence=0.9,
+        source_text=f"order {100000 + i} update",
+        event_type="user_inquiry",
+        entity_type="Order",
+        entity_id=str(100000 + i % max(1, n // 2)),
+        state=["pending", "paid", "shipped"][i % 3],
+        attributes={"amount": float(i % 2000)},
+    )
+
+
 def bench_store(tmp: Path, n: int) -> dict[str, float]:
+    """Synthetic records through the real store code: per-record inserts for the first
+    1000, set-based bulk inserts for the rest, then structured recall latencies."""
     schema = load_schema(PROJECT_ROOT / "schemas" / "customer_service.json")
     store = MemoryStore(tmp / f"store-{n}.duckdb")
-    now = datetime(2026, 12, 2, tzinfo=UTC)
+    single = min(1000, n)
     t = time.perf_counter()
-    for i in range(n):
-        store.add_record(
-            MemoryRecord(
-                memory_id=uuid.uuid4().hex,
-                session_id=f"s{i % 10}",
-                timestamp=now - timedelta(minutes=i),
-                schema_id=schema.schema_id,
-                status="ok",
-                confidence=0.9,
-                source_text=f"order {100000 + i} update",
-                event_type="user_inquiry",
-                entity_type="Order",
-                entity_id=str(100000 + i % (n // 2 or 1)),
-                state=["pending", "paid", "shipped"][i % 3],
-                attributes={"amount": float(i % 2000)},
-            )
-        )
-    insert_s = time.perf_counter() - t
+    for i in range(single):
+        store.add_record(_synthetic(schema.schema_id, i, n))
+    single_rate = single / (time.perf_counter() - t)
+    t = time.perf_counter()
+    for start in range(single, n, 50_000):
+        store.add_records_bulk([_synthetic(schema.schema_id, i, n) for i in range(start, min(n, start + 50_000))])
+    bulk_rate = (n - single) / (time.perf_counter() - t) if n > single else 0.0
     from appliance.recall import run_query
 
-    lat = []
-    for i in range(50):
-        q = RecallQuery(entity_type="Order", filters=[Filter(field="id", op="eq", value=str(100000 + i * 7))])
-        t = time.perf_counter()
-        run_query(store, schema, q, f"s{(i * 7) % 10}")
-        lat.append(time.perf_counter() - t)
-    lat2 = []
-    for i in range(20):
-        q = RecallQuery(entity_type="Order", filters=[Filter(field="amount", op="gt", value=1990)], limit=10)
-        t = time.perf_counter()
-        run_query(store, schema, q, f"s{i % 10}")
-        lat2.append(time.perf_counter() - t)
+    def timed_queries(make: object, count: int) -> list[float]:
+        lat = []
+        for i in range(count):
+            q, session = make(i)  # type: ignore[operator]
+            t0 = time.perf_counter()
+            run_query(store, schema, q, session)
+            lat.append(time.perf_counter() - t0)
+        return lat
+
+    by_id = timed_queries(
+        lambda i: (
+            RecallQuery(
+                entity_type="Order",
+                filters=[Filter(field="id", op="eq", value=str(100000 + (i * 7919) % max(1, n // 2)))],
+            ),
+            f"s{((i * 7919) % max(1, n // 2)) % 10}",
+        ),
+        100,
+    )
+    by_contains = timed_queries(
+        lambda i: (
+            RecallQuery(entity_type="Order", filters=[Filter(field="id", op="contains", value=str(1000 + i))]),
+            f"s{i % 10}",
+        ),
+        30,
+    )
+    by_attr = timed_queries(
+        lambda i: (
+            RecallQuery(entity_type="Order", filters=[Filter(field="amount", op="gt", value=1990)], limit=10),
+            f"s{i % 10}",
+        ),
+        30,
+    )
     store.close()
-    return {
-        "n": n,
-        "insert_records_per_s": n / insert_s,
-        "id_recall_p50_ms": pct(lat, 50) * 1000,
-        "id_recall_p95_ms": pct(lat, 95) * 1000,
-        "attr_recall_p50_ms": pct(lat2, 50) * 1000,
-        "attr_recall_p95_ms": pct(lat2, 95) * 1000,
-    }
+    out: dict[str, float] = {"n": n, "single_insert_records_per_s": single_rate, "bulk_insert_records_per_s": bulk_rate}
+    for name, lat in (("id_eq", by_id), ("id_contains", by_contains), ("attr_gt", by_attr)):
+        out[f"{name}_p50_ms"] = pct(lat, 50) * 1000
+        out[f"{name}_p95_ms"] = pct(lat, 95) * 1000
+    return out
 
 
 def main() -> None:
@@ -189,7 +228,11 @@ def main() -> None:
                 "end_to_end": bench_records(engine, sub),
             }
             print(name, json.dumps(report[name], indent=1), flush=True, file=sys.stderr)
-        report["store"] = [bench_store(tmp, int(n)) for n in args.store_sizes.split(",")]
+        report["store"] = []
+        for n in args.store_sizes.split(","):
+            report["store"].append(bench_store(tmp, int(n)))  # type: ignore[attr-defined]
+            print(json.dumps(report["store"][-1]), file=sys.stderr, flush=True)  # type: ignore[index]
+    report["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(report, indent=1, default=lambda x: round(x, 3) if isinstance(x, float) else str(x)))
 
 

@@ -1,0 +1,165 @@
+"""Extraction accuracy benchmark over the labelled dev set (bench/devset/*.py).
+
+Per model and per decoding mode, prints per-field accuracy (event_type, entity type, id
+exact match, state), attribute F1, hallucinated-value rate (stored values not found in the
+text, normalised dates/numbers accepted only if they come from a span of the text),
+records/s and p50/p95 latency. Modes:
+
+* ``greedy``          whole record decoded greedily under the outlines grammar
+* ``grounded-raw``    grounded values, enums by plain likelihood
+* ``grounded``        grounded values, enums by calibrated likelihood + schema lexical evidence
+
+Run: .venv/bin/python bench/extraction.py [--models smollm2,gemma3-270m] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import statistics
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from appliance.config import PROJECT_ROOT  # noqa: E402
+from appliance.engine import LlamaCppEngine, resolve_model_path  # noqa: E402
+from appliance.extract import Extractor  # noqa: E402
+from appliance.grammar import GrammarCache  # noqa: E402
+from appliance.schema import load_schema  # noqa: E402
+from appliance.spans import find_candidates  # noqa: E402
+
+NOW = datetime(2026, 12, 2, 10)
+MODES = {
+    "greedy": ("greedy", False, False),
+    "grounded-raw": ("grounded", False, False),
+    "grounded": ("grounded", True, True),
+}
+
+
+def _norm(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v).strip().lower()
+
+
+def _grounded(value: Any, text: str) -> bool:
+    if value is None:
+        return True
+    if str(value) in text:
+        return True
+    return any(_norm(c.value) == _norm(value) for c in find_candidates(text, NOW))
+
+
+def evaluate(engine: LlamaCppEngine, domain: str, mode: str, limit: int, tmp: Path) -> dict[str, float]:
+    schema = load_schema(PROJECT_ROOT / "schemas" / f"{domain}.json")
+    cases = importlib.import_module(f"devset.{domain}").CASES[:limit]
+    kind, calibrate, lexical = MODES[mode]
+    x = Extractor(schema, engine, GrammarCache(tmp), mode=kind, calibrate=calibrate, lexical=lexical)  # type: ignore[arg-type]
+    x.extract("warm up", NOW, retry=False)
+    n = len(cases)
+    hits = {"event_type": 0, "entity_type": 0, "state": 0, "id_exact": 0, "valid": 0}
+    id_total = id_ok = 0
+    tp = fp = fn = 0
+    values = halluc = 0
+    lat = []
+    for text, ev, etype, eid, state, attrs in cases:
+        t = time.perf_counter()
+        r = x.extract(text, NOW, mode=kind, retry=False)  # type: ignore[arg-type]
+        lat.append(time.perf_counter() - t)
+        d = r.draft
+        if d is None:
+            fn += len(attrs)
+            id_total += eid is not None
+            continue
+        hits["valid"] += 1
+        hits["event_type"] += d.event_type == ev
+        hits["entity_type"] += d.entity.type == etype
+        hits["state"] += d.entity.state == state
+        hits["id_exact"] += d.entity.id == eid
+        if eid is not None:
+            id_total += 1
+            id_ok += d.entity.id == eid
+        pred = {k: _norm(v) for k, v in d.entity.attributes.items() if v is not None}
+        gold = {k: _norm(v) for k, v in attrs.items() if v is not None}
+        tp += len(set(pred.items()) & set(gold.items()))
+        fp += len(set(pred.items()) - set(gold.items()))
+        fn += len(set(gold.items()) - set(pred.items()))
+        for v in [d.entity.id, *d.entity.attributes.values()]:
+            if v is not None:
+                values += 1
+                halluc += not _grounded(v, text)
+    prec = tp / (tp + fp) if tp + fp else 0.0
+    rec = tp / (tp + fn) if tp + fn else 0.0
+    total = sum(lat)
+    return {
+        "cases": n,
+        "valid": hits["valid"] / n,
+        "event_type": hits["event_type"] / n,
+        "entity_type": hits["entity_type"] / n,
+        "id_exact_all": hits["id_exact"] / n,
+        "id_exact_when_gold_has_id": id_ok / id_total if id_total else 0.0,
+        "state": hits["state"] / n,
+        "attr_f1": 2 * prec * rec / (prec + rec) if prec + rec else 0.0,
+        "hallucinated_values": halluc / values if values else 0.0,
+        "records_per_s": n / total,
+        "p50_s": statistics.median(lat),
+        "p95_s": sorted(lat)[int(0.95 * (len(lat) - 1))],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--models", default="smollm2,gemma3-270m")
+    ap.add_argument("--modes", default="greedy,grounded-raw,grounded")
+    ap.add_argument("--domains", default="customer_service,travel_assistant")
+    ap.add_argument("--limit", type=int, default=10_000)
+    args = ap.parse_args()
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as d:
+        for model in args.models.split(","):
+            try:
+                engine = LlamaCppEngine(resolve_model_path(model, PROJECT_ROOT / "models"))
+            except Exception as exc:
+                print(f"{model}: unavailable ({exc})", file=sys.stderr)
+                continue
+            for domain in args.domains.split(","):
+                for mode in args.modes.split(","):
+                    row = {
+                        "model": model,
+                        "domain": domain,
+                        "mode": mode,
+                        **evaluate(engine, domain, mode, args.limit, Path(d) / model),
+                    }
+                    results.append(row)
+                    print(json.dumps(row), file=sys.stderr, flush=True)
+    cols = [
+        "model",
+        "domain",
+        "mode",
+        "cases",
+        "valid",
+        "event_type",
+        "entity_type",
+        "id_exact_when_gold_has_id",
+        "id_exact_all",
+        "state",
+        "attr_f1",
+        "hallucinated_values",
+        "records_per_s",
+        "p50_s",
+        "p95_s",
+    ]
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    for r in results:
+        print("| " + " | ".join(f"{r[c]:.2f}" if isinstance(r[c], float) else str(r[c]) for c in cols) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Real-browser tests: Debian chromium driven by Playwright against `appliance serve` on
+127.0.0.1 with the shipped model. Any request to a non-loopback address fails the test."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from urllib.parse import urlparse
+
+import pytest
+
+from appliance.config import PROJECT_ROOT
+
+pytestmark = [pytest.mark.browser, pytest.mark.real_model]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+]
+DOCS = PROJECT_ROOT / "docs"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    home = tmp_path_factory.mktemp("serve")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "APPLIANCE_HOME": str(home),
+        "APPLIANCE_GRAMMARS": str(home / "g"),
+        "GRADIO_ANALYTICS_ENABLED": "False",
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "appliance", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}/"
+    for _ in range(120):
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.kill()
+        raise RuntimeError("panel did not start: " + (proc.stdout.read() if proc.stdout else ""))
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def page(server: str):  # type: ignore[no-untyped-def]
+    from playwright.sync_api import sync_playwright
+
+    outside: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+
+        def guard(route, request) -> None:  # type: ignore[no-untyped-def]
+            host = urlparse(request.url).hostname or ""
+            if request.url.startswith(("data:", "blob:")) or host in ("127.0.0.1", "localhost", "::1"):
+                route.continue_()
+            else:
+                outside.append(request.url)
+                route.abort()
+
+        ctx.route("**/*", guard)
+        pg = ctx.new_page()
+        pg.goto(server, wait_until="networkidle")
+        pg.outside_requests = outside  # type: ignore[attr-defined]
+        yield pg
+        browser.close()
+    assert outside == [], f"requests left the machine: {outside}"
+
+
+def _shot(page, name: str) -> None:  # type: ignore[no-untyped-def]
+    DOCS.mkdir(exist_ok=True)
+    page.screenshot(path=str(DOCS / name), full_page=True)
+
+
+def test_chat_records_and_memories_shows_it(page) -> None:  # type: ignore[no-untyped-def]
+    page.locator("#chat-input textarea").fill("你好，我昨天买的手机订单尾号4567还没发货")
+    page.locator("#chat-send").click()
+    page.get_by_text("Recorded (").first.wait_for(timeout=120_000)
+    page.locator("#chat-input textarea").fill("我的订单尾号4567怎么样了？")
+    page.locator("#chat-send").click()
+    page.get_by_text("Order 4567").first.wait_for(timeout=120_000)
+    assert "SELECT" in page.locator("#chat-details").inner_text()
+    _shot(page, "chat.png")
+    page.get_by_role("tab", name="Memories").click()
+    page.locator("#mem-refresh").click()
+    page.locator("#mem-table").get_by_text("4567").first.wait_for(timeout=30_000)
+    _shot(page, "memories.png")
+    assert page.outside_requests == []
+
+
+def test_schema_edit_shows_error_then_recompiles(page) -> None:  # type: ignore[no-untyped-def]
+    page.get_by_role("tab", name="Schema").click()
+    editor = page.locator("#schema-editor .cm-content")
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(
+        '{"schema_version": "1.0", "domain": "broken", "entities": {"A": {"attributes": ["bad name"]}}}'
+    )
+    page.locator("#schema-validate").click()
+    page.locator("#schema-verdict").get_by_text("invalid schema").wait_for(timeout=30_000)
+    assert "entities.A.attributes" in page.locator("#schema-verdict").inner_text()
+    _shot(page, "schema-error.png")
+    editor.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text((PROJECT_ROOT / "schemas" / "travel_assistant.json").read_text())
+    page.locator("#schema-compile").click()
+    page.locator("#schema-verdict").get_by_text("compiled travel_assistant").wait_for(timeout=60_000)
+    _shot(page, "schema.png")
+    assert page.outside_requests == []

@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+from appliance.crashcheck import run_crash_check
+
+
+def test_sigkill_during_records_loses_nothing_acknowledged(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    report = run_crash_check(tmp_path, kills=8, seed=1)
+    assert report.kills == 8
+    assert report.acknowledged > 0  # records were being written when the kills landed
+    assert report.lost == 0 and report.corrupt == 0, report.problems

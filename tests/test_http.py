@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from appliance.api import Appliance
+from appliance.errors import UserError
+from appliance.http import build_http, serve_http
+from appliance.testing import FakeEngine
+
+
+@pytest.fixture
+def app(settings):  # type: ignore[no-untyped-def]
+    a = Appliance(db=settings.home / "m.duckdb", model=FakeEngine(preferences={"Order": 5.0}), settings=settings)
+    yield a
+    a.close()
+
+
+def test_record_query_and_openapi(app: Appliance) -> None:
+    c = TestClient(build_http(app))
+    r = c.post("/record", json={"text": "order 4567 is late", "session_id": "a"})
+    assert r.status_code == 200 and r.json()["source_text"] == "order 4567 is late"
+    q = c.post("/query", json={"query": {"entity_type": "Order"}, "session_id": "a"})
+    assert q.status_code == 200 and "?" in q.json()["sql"]
+    assert c.post("/query", json={"query": {"entity_type": "Order"}, "session_id": "b"}).json()["hits"] == []
+    spec = c.get("/openapi.json").json()
+    assert {"/record", "/recall", "/query", "/entities", "/schema"} <= set(spec["paths"])
+
+
+def test_errors_are_json_not_tracebacks(app: Appliance) -> None:
+    c = TestClient(build_http(app))
+    r = c.post("/record", json={"text": "   "})
+    assert r.status_code == 400 and r.json()["error"] and "hint" in r.json()
+    bad = c.post(
+        "/query", json={"query": {"entity_type": "Order", "filters": [{"field": "x;--", "op": "eq", "value": 1}]}}
+    )
+    assert bad.status_code == 400 and "unknown field" in bad.json()["error"]
+
+
+def test_token_required_when_set(app: Appliance) -> None:
+    c = TestClient(build_http(app, token="s3cret"))
+    assert c.get("/health").status_code == 401
+    assert c.get("/health", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert c.get("/health", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+
+
+def test_public_bind_needs_a_token(app: Appliance) -> None:
+    with pytest.raises(UserError):
+        serve_http(app, host="0.0.0.0", port=1)

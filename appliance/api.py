@@ -108,7 +108,9 @@ class Appliance:
     @property
     def extractor(self) -> Extractor:
         if self._extractor is None or self._extractor.schema != self.schema:
-            self._extractor = Extractor(self.schema, self.engine, self.grammars, self.mode)
+            self._extractor = Extractor(
+                self.schema, self.engine, self.grammars, self.mode, backend=self.settings.grammar_backend
+            )
         return self._extractor
 
     @property
@@ -300,18 +302,51 @@ class Appliance:
 
     def import_jsonl(self, path: Path) -> tuple[int, list[str]]:
         """Import records exported by ``export_jsonl``; bad lines are reported, not fatal."""
+        parsed: list[tuple[int, MemoryRecord | str]] = []
+        for lineno, line in enumerate(_lines(Path(path)), 1):
+            try:
+                parsed.append((lineno, MemoryRecord.model_validate_json(line)))
+            except ValidationError as exc:
+                parsed.append((lineno, exc.errors()[0]["msg"]))
+        return self._import(parsed)
+
+    def import_parquet(self, path: Path) -> tuple[int, list[str]]:
+        """Import a Parquet export (memory rows; relationships are re-derived from refs)."""
+        parsed: list[tuple[int, MemoryRecord | str]] = []
+        for i, row in enumerate(self.store.read_parquet_rows(Path(path)), 1):
+            row = {("timestamp" if k == "ts" else k): v for k, v in row.items()}
+            row["attributes"] = json.loads(row.get("attributes") or "{}")
+            try:
+                rec = MemoryRecord.model_validate({k: v for k, v in row.items() if v is not None})
+            except ValidationError as exc:
+                parsed.append((i, exc.errors()[0]["msg"]))
+                continue
+            if rec.entity_type in self.schema.entity_names and rec.status != "unparsed":
+                ent = self.schema.entity(rec.entity_type or "")
+                rels = derive_relationships(self.schema, ent, rec.entity_id, rec.attributes)
+                rec.relationships = [
+                    Relationship(
+                        type=r["type"],
+                        source_type=r["from_type"],
+                        source_id=r["from_id"],
+                        target_type=r["to_type"],
+                        target_id=r["to_id"],
+                    )
+                    for r in rels
+                ]
+            parsed.append((i, rec))
+        return self._import(parsed)
+
+    def _import(self, parsed: list[tuple[int, MemoryRecord | str]]) -> tuple[int, list[str]]:
         problems: list[str] = []
         existing = {r.memory_id for r in self.store.iter_records()}
         batch: list[MemoryRecord] = []
-        for lineno, line in enumerate(_lines(Path(path)), 1):
-            try:
-                rec = MemoryRecord.model_validate_json(line)
-            except ValidationError as exc:
-                problems.append(f"line {lineno}: {exc.errors()[0]['msg']}")
-                continue
-            if rec.memory_id not in existing:
-                existing.add(rec.memory_id)
-                batch.append(rec)
+        for where, item in parsed:
+            if isinstance(item, str):
+                problems.append(f"line {where}: {item}")
+            elif item.memory_id not in existing:
+                existing.add(item.memory_id)
+                batch.append(item)
         for start in range(0, len(batch), 5000):
             self.store.add_records_bulk(batch[start : start + 5000])
         return len(batch), problems

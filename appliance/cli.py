@@ -221,8 +221,9 @@ def export(ctx: click.Context, path: str, fmt: str) -> None:
 @click.pass_context
 @_friendly
 def import_(ctx: click.Context, path: str) -> None:
-    """Import records from a JSONL export (existing ids are skipped)."""
-    n, problems = _app(ctx).import_jsonl(Path(path))
+    """Import records from a JSONL or Parquet export (existing ids are skipped)."""
+    app = _app(ctx)
+    n, problems = (app.import_parquet if path.endswith(".parquet") else app.import_jsonl)(Path(path))
     click.echo(f"imported {n} records" + (f", {len(problems)} bad lines" if problems else ""))
     for p in problems[:20]:
         click.echo(f"  {p}", err=True)

@@ -146,3 +146,49 @@ def choose(engine: Engine, options: Sequence[str], commit: bool = True, per_toke
     if commit:
         engine.extend(token_lists[best])
     return Choice(best, [float(p) for p in probs], logprobs)
+
+
+def llguidance_greedy(engine: Engine, matcher: Any, max_tokens: int) -> DecodeResult:
+    """Greedy decoding under an llguidance ``LLMatcher`` (the alternative backend).
+
+    llguidance can *fast-forward*: when the grammar forces a run of tokens (JSON keys,
+    ``","entity":{"type":``) ``compute_ff_tokens`` returns them at once, so they cost no
+    mask computation and are evaluated by the model in one batch.
+    """
+    t0 = time.perf_counter()
+    words = (engine.n_vocab + 31) // 32
+    mask = np.zeros((1, words), dtype=np.int32)
+    out: list[int] = []
+    res = DecodeResult(tokens=out, text="", finished=False)
+    while len(out) < max_tokens:
+        if matcher.is_stopped() or matcher.is_error():
+            res.finished = matcher.is_stopped() and not matcher.is_error()
+            break
+        tm = time.perf_counter()
+        ff = matcher.compute_ff_tokens()
+        if ff:
+            ff = ff[: max_tokens - len(out)]
+            matcher.consume_tokens(ff)
+            out.extend(ff)
+            engine.extend(ff)
+            res.forced_tokens += len(ff)
+            res.mask_seconds += time.perf_counter() - tm
+            continue
+        matcher.unsafe_compute_mask_ptr(mask.ctypes.data, mask.size * mask.itemsize)
+        allowed = np.unpackbits(mask.view(np.uint8), bitorder="little")[: engine.n_vocab].astype(bool)
+        res.mask_seconds += time.perf_counter() - tm
+        logits = engine.logits()
+        masked = np.where(allowed, logits, -np.inf)
+        tok = int(np.argmax(masked))
+        lp = masked - masked[tok]
+        res.chosen_logprobs.append(-float(np.log(np.sum(np.exp(lp[allowed])))))
+        res.sampled_tokens += 1
+        matcher.consume_token(tok)
+        if tok == engine.eos_id:
+            res.finished = not matcher.is_error()
+            break
+        out.append(tok)
+        engine.extend([tok])
+    res.text = engine.detokenize(out).decode("utf-8", errors="replace")
+    res.seconds = time.perf_counter() - t0
+    return res

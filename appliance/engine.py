@@ -241,6 +241,24 @@ class LlamaCppEngine:
             self._vocabulary = Vocabulary(self.eos_id, groups)
         return self._vocabulary
 
+    def llguidance_matcher(self, json_schema: dict[str, Any]) -> Any:
+        """An llguidance matcher for ``json_schema`` (compact JSON, no free whitespace)."""
+        import json
+
+        import llguidance
+        import llguidance.llamacpp
+
+        if getattr(self, "_llg_tokenizer", None) is None:
+            self._llg_tokenizer = llguidance.llamacpp.lltokenizer_from_vocab(self._vocab_ptr)
+        grammar = llguidance.LLMatcher.grammar_from_json_schema(
+            json.dumps(json_schema),
+            defaults={"whitespace_flexible": False, "item_separator": ",", "key_separator": ":"},
+        )
+        matcher = llguidance.LLMatcher(self._llg_tokenizer, grammar, log_level=0)
+        if matcher.is_error():
+            raise RuntimeError(f"llguidance rejected the grammar: {matcher.get_error()}")
+        return matcher
+
     def chat_format(self) -> ChatFormat:
         template = str(self.llm.metadata.get("tokenizer.chat_template", ""))
         if "<|im_start|>" in template:

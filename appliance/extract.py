@@ -28,8 +28,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import ValidationError
 
-from .decode import choose, constrained_greedy
+from .decode import choose, constrained_greedy, llguidance_greedy
 from .engine import Engine
+from .errors import GrammarError
 from .grammar import CompiledGrammar, GrammarCache
 from .memory import RecordDraft, draft_model
 from .prompt import PromptParts, record_prompt
@@ -113,7 +114,11 @@ class Extractor:
         mode: ExtractMode = "grounded",
         calibrate: bool = True,
         lexical: bool = True,
+        backend: str = "outlines_core",
     ) -> None:
+        if backend not in ("outlines_core", "llguidance"):
+            raise GrammarError(f"unknown grammar backend {backend!r}", hint="use outlines_core or llguidance")
+        self.backend = backend
         self.on_progress: Callable[[str], None] | None = None  # sees the record JSON grow, field by field
         self.calibrate = calibrate  # subtract the content-free prior from event scores
         self.lexical = lexical  # add overlap with the schema's event descriptions/examples
@@ -148,7 +153,13 @@ class Extractor:
         if mode == "grounded":
             raw, conf, fields = self._grounded(text, now)
         else:
-            res = constrained_greedy(self.engine, self._index(), MAX_RECORD_TOKENS)
+            if self.backend == "llguidance":
+                make = getattr(self.engine, "llguidance_matcher", None)
+                if make is None:
+                    raise GrammarError("this engine has no llguidance support")
+                res = llguidance_greedy(self.engine, make(self.compiled.record_schema), MAX_RECORD_TOKENS)
+            else:
+                res = constrained_greedy(self.engine, self._index(), MAX_RECORD_TOKENS)
             raw, conf, fields = res.text, res.confidence, {}
             if not res.finished:
                 return Extraction(

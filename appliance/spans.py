@@ -108,8 +108,10 @@ def _safe_date(y: int, m: int, d: int) -> date | None:
 
 
 def find_candidates(text: str, now: datetime) -> list[Candidate]:
-    """Every id-like code, number, date and contact in ``text`` (deduplicated, in order)."""
+    """Every id-like code, number, date and contact in ``text`` (deduplicated, in order);
+    ids the text rules out ("not 12345, I meant …") are left out."""
     out: list[Candidate] = []
+    ruled_out = negated_values(text)
     dates = _dates(text, now)
     date_spans = [d.surface for d in dates]
     contacts = [Candidate(m.group(0), m.group(0), "contact") for m in _EMAIL.finditer(text)]
@@ -129,14 +131,15 @@ def find_candidates(text: str, now: datetime) -> list[Candidate]:
             continue  # an amount, not an id
         if any(ch.isalpha() for ch in s):
             lettered.append(m.span())
-        out.append(Candidate(s, s, "code"))
+        if s not in ruled_out:
+            out.append(Candidate(s, s, "code"))
     for m in _NUMBER.finditer(text):
         s = m.group(0).strip()
         inside = any(a <= m.start(1) < b for a, b in lettered)
         if inside or any(m.group(1) in span for span in taken):
             continue
         v = normalise_number(s)
-        if v is not None:
+        if v is not None and m.group(1) not in ruled_out:
             out.append(Candidate(v, s, "number"))
     out += dates + contacts
     seen: set[tuple[str, str]] = set()
@@ -210,3 +213,15 @@ def lexical_similarity(text: str, references: list[str]) -> float:
         if theirs:
             best = max(best, len(mine & theirs) / len(theirs))
     return best
+
+
+_NEGATED = re.compile(
+    r"(?:\bnot\b|\bisn't\b|\bwasn't\b|不是|并非)\s*(?:order|ticket|booking|trip|订单|工单|预订|行程)?\s*(?:#|号)?\s*"
+    r"([A-Za-z]{0,4}[-_]?\d[\dA-Za-z-]*)",
+    re.I,
+)
+
+
+def negated_values(text: str) -> set[str]:
+    """Ids the message explicitly rules out: "not 12345, I meant 12354" → {"12345"}."""
+    return {m.group(1) for m in _NEGATED.finditer(text)}

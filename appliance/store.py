@@ -585,6 +585,16 @@ class MemoryStore:
             self._con.execute(f"COPY (SELECT * FROM memories ORDER BY ts) TO '{_sql_path(path)}' (FORMAT parquet)")
             return int(self._con.execute("SELECT count(*) FROM memories").fetchone()[0])  # type: ignore[index]
 
+    def read_parquet_rows(self, path: Path) -> list[dict[str, Any]]:
+        """Rows of a Parquet export (as written by ``export_parquet``), as dicts."""
+        with self._lock:
+            try:
+                cur = self._con.execute("SELECT * FROM read_parquet(?)", [str(path)])
+            except duckdb.Error as exc:
+                raise StoreError(f"cannot read {path} as Parquet: {str(exc)[:200]}") from None
+            cols = [d[0] for d in cur.description]
+            return [dict(zip(cols, row)) for row in cur.fetchall()]
+
 
 def _sql_path(path: Path) -> str:
     # COPY cannot take a bound parameter for its target; refuse anything but a plain path.

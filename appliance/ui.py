@@ -67,7 +67,7 @@ def chat_stream(
     history.append({"role": "user", "content": message})
     route = mode if mode in ("record", "recall") else ("recall" if is_question(message) else "record")
     if route == "recall":
-        yield history + [{"role": "assistant", "content": "…searching memory"}], "", "⏳ recalling…"
+        yield history + [{"role": "assistant", "content": "…searching memory"}], "", "… recalling…"
         yield _recall_turn(app, message, history, session)
         return
     progress: queue.Queue[str] = queue.Queue()
@@ -85,14 +85,14 @@ def chat_stream(
     partial = ""
     while (piece := progress.get()) is not _DONE:
         partial = piece
-        yield history + [{"role": "assistant", "content": "…writing the record"}], partial, "⏳ extracting…"
+        yield history + [{"role": "assistant", "content": "…writing the record"}], partial, "… extracting…"
     if "error" in outcome:
         exc = outcome["error"]
         history.append({"role": "assistant", "content": f"Error: {exc.message} (hint: {exc.hint})"})
         yield history, json.dumps({"error": exc.message}), "record failed"
         return
     rec = outcome["record"]
-    flag = " ⚠ needs review" if rec.status == "needs_review" else ""
+    flag = " (needs review!)" if rec.status == "needs_review" else ""
     history.append(
         {
             "role": "assistant",
@@ -158,8 +158,12 @@ def suggestions_table(app: Appliance) -> list[list[Any]]:
 
 def import_file(app: Appliance, path: str | None) -> str:
     if not path:
-        return "Choose a JSONL file exported by the appliance."
-    n, problems = app.import_jsonl(Path(path))
+        return "Choose a JSONL or Parquet file exported by the appliance."
+    importer = app.import_parquet if str(path).endswith(".parquet") else app.import_jsonl
+    try:
+        n, problems = importer(Path(path))
+    except ApplianceError as exc:
+        return f"Error: {exc.message}"
     return f"Imported {n} records." + (f" {len(problems)} bad lines: {'; '.join(problems[:3])}" if problems else "")
 
 
@@ -239,7 +243,7 @@ def validate_schema_text(text: str) -> str:
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
-        return f"❌ not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
+        return f"✗ not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
     problems = schema_problems(raw)
     if not problems:
         try:
@@ -247,19 +251,19 @@ def validate_schema_text(text: str) -> str:
         except ApplianceError as exc:
             problems = [exc.message]
     if problems:
-        return "❌ invalid schema:\n" + "\n".join(f"- {p}" for p in problems)
-    return "✅ valid schema"
+        return "✗ invalid schema:\n" + "\n".join(f"- {p}" for p in problems)
+    return "✓ valid schema"
 
 
 def apply_schema(app: Appliance, text: str) -> str:
     msg = validate_schema_text(text)
-    if not msg.startswith("✅"):
+    if not msg.startswith("✓"):
         return msg
     try:
         compiled = app.set_schema(json.loads(text), force=True)
     except ApplianceError as exc:
-        return f"❌ {exc.message}"
-    return f"✅ compiled {app.schema.domain} ({compiled.schema_id}) in {compiled.compile_seconds * 1000:.0f} ms"
+        return f"✗ {exc.message}"
+    return f"✓ compiled {app.schema.domain} ({compiled.schema_id}) in {compiled.compile_seconds * 1000:.0f} ms"
 
 
 def current_schema_text(app: Appliance) -> str:
@@ -313,7 +317,7 @@ def build_ui(app: Appliance) -> Any:
             edit_msg = gr.Markdown("")
             export_out = gr.File(label="Export")
             with gr.Row():
-                upload = gr.File(label="Import JSONL", file_types=[".jsonl"], type="filepath")
+                upload = gr.File(label="Import JSONL / Parquet", file_types=[".jsonl", ".parquet"], type="filepath")
                 import_msg = gr.Markdown("")
             upload.upload(lambda p: import_file(app, p), upload, import_msg)
             ents = gr.Dataframe(headers=["type", "id", "state", "attributes", "version"], label="Entities")

@@ -73,6 +73,26 @@ def bench_generation(engine: LlamaCppEngine, tmp: Path, runs: int = 3) -> dict[s
         res["constrained_tps"].append(len(con.tokens) / con.seconds)
         res["mask_ms_per_token"].append(con.mask_seconds * 1000 / max(1, len(con.tokens)))
         res["forced_share"].append(con.forced_tokens / max(1, len(con.tokens)))
+    # llguidance backend on the same prompt and schema (fast-forwards forced tokens)
+    from appliance.decode import llguidance_greedy
+    from appliance.memory import draft_model
+
+    t = time.perf_counter()
+    engine.llguidance_matcher(compiled.record_schema)
+    res["llg_grammar_build_ms"] = [(time.perf_counter() - t) * 1000]  # first call includes the tokenizer
+    res.update({"llg_tps": [], "llg_mask_ms_per_token": [], "llg_forced_share": [], "llg_valid": []})
+    for _ in range(runs):
+        matcher = engine.llguidance_matcher(compiled.record_schema)
+        engine.start(prompt)
+        r = llguidance_greedy(engine, matcher, 200)
+        res["llg_tps"].append(len(r.tokens) / r.seconds)
+        res["llg_mask_ms_per_token"].append(r.mask_seconds * 1000 / max(1, len(r.tokens)))
+        res["llg_forced_share"].append(r.forced_tokens / max(1, len(r.tokens)))
+        try:
+            draft_model(schema).model_validate_json(r.text)
+            res["llg_valid"].append(1.0)
+        except ValueError:
+            res["llg_valid"].append(0.0)
     # time to first token: cold (no cached prefix) vs warm (schema prefix cached)
     ttft_cold, ttft_warm = [], []
     for msg in DEMO_MESSAGES[:3]:

@@ -58,7 +58,33 @@ def test_export_import_roundtrip(app: Appliance, settings, tmp_path) -> None:  #
     n, problems = other.import_jsonl(path)
     assert n == 0 and len(problems) == 1
     app.store.export_parquet(tmp_path / "out.parquet")
-    assert (tmp_path / "out.parquet").stat().st_size > 0
+    third = Appliance(schema="customer_service", db=tmp_path / "third.duckdb", model=FakeEngine(), settings=settings)
+    n, problems = third.import_parquet(tmp_path / "out.parquet")
+    assert n == 2 and not problems
+    assert {r.source_text for r in third.store.list_records()} == {r.source_text for r in app.store.list_records()}
+
+
+def test_model_output_cannot_inject_sql(app: Appliance, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Even if the model (or a broken grammar) produced hostile query JSON, it is checked."""
+    from appliance.memory import RecallQuery
+    from appliance.question import ParsedQuestion, QuestionParser
+
+    app.record("order 4567 is late", "s")
+    hostile = [
+        {"entity_type": "Order", "filters": [{"field": "id", "op": "eq", "value": "x' OR '1'='1"}]},
+        {"entity_type": "Order", "filters": [{"field": "id) OR 1=1 --", "op": "eq", "value": "1"}]},
+        {"entity_type": "Order; DROP TABLE memories", "filters": []},
+        {"entity_type": "Order", "sort": {"field": "amount DESC; DROP TABLE entities", "descending": True}},
+    ]
+    for q in hostile:
+        parsed = ParsedQuestion(RecallQuery.model_validate(q), json.dumps(q), 1.0)
+        monkeypatch.setattr(QuestionParser, "parse", lambda self, *a, _p=parsed, **k: _p)
+        try:
+            res = app.recall("anything", "s")
+            assert res.hits == []
+        except QueryError:
+            pass
+    assert app.store.counts()["memories"] == 1
 
 
 def test_schema_switch_and_bad_schema(app: Appliance) -> None:

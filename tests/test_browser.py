@@ -107,12 +107,14 @@ def test_chat_records_and_memories_shows_it(page) -> None:  # type: ignore[no-un
     page.get_by_text("Recorded (").first.wait_for(timeout=120_000)
     page.locator("#chat-input textarea").fill("我的订单尾号4567怎么样了？")
     page.locator("#chat-send").click()
-    page.get_by_text("Order 4567").first.wait_for(timeout=120_000)
-    assert "SELECT" in page.locator("#chat-details").inner_text()
+    from playwright.sync_api import expect
+
+    expect(page.locator("#chat-details")).to_contain_text("SELECT", timeout=120_000)
+    expect(page.locator("#chat-details")).to_contain_text("4567")
     _shot(page, "chat.png")
     page.get_by_role("tab", name="Memories").click()
     page.locator("#mem-refresh").click()
-    page.locator("#mem-table").get_by_text("4567").first.wait_for(timeout=30_000)
+    expect(page.locator("#mem-table")).to_contain_text("4567", timeout=30_000)
     _shot(page, "memories.png")
     assert page.outside_requests == []
 

@@ -50,3 +50,10 @@ def test_tag_codes_by_nearby_keyword() -> None:
 def test_lexical_similarity_cjk_and_words() -> None:
     assert lexical_similarity("东西坏了我要投诉", ["东西坏了，我要投诉"]) > 0.8
     assert lexical_similarity("where is my package", ["the problem is fixed"]) == 0.0
+
+
+def test_corrections_rule_out_the_negated_id() -> None:
+    assert _by_role("not 12345, I meant 12354")["code"] == ["12354"]
+    assert _by_role("不是订单11111，是订单11112")["code"] == ["11112"]
+    assert "BK-78" in _by_role("not BK-77, I meant cancel BK-78")["code"]
+    assert "BK-77" not in _by_role("not BK-77, I meant cancel BK-78")["code"]

@@ -21,7 +21,9 @@ __all__ = ["compile_query", "run_query", "summarise", "Readable"]
 
 class Readable(Protocol):
     def select(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]: ...
-    def memories_for_entity(self, session: str | None, etype: str, eid: str, limit: int = 5) -> list[MemoryRecord]: ...
+    def memories_for_entities(
+        self, session: str | None, keys: Sequence[tuple[str, str]], per_entity: int = 3
+    ) -> dict[tuple[str, str], list[MemoryRecord]]: ...
 
 
 _BASE_FIELDS = {"id": "e.entity_id", "state": "e.state"}
@@ -150,13 +152,14 @@ def run_query(
     """Compile and execute; each hit carries the entity and its latest memories."""
     sql, params = compile_query(schema, q, session)
     rows = store.select(sql, params)
+    keys = [(r[1], r[2]) for r in rows]
+    memories = store.memories_for_entities(None if q.all_sessions else session, keys, memories_per_hit)
     hits = []
     for _sess, etype, eid, state, attrs, version, updated in rows:
         ent = Entity(
             type=etype, id=eid, state=state, attributes=json.loads(attrs or "{}"), version=version, updated_at=updated
         )
-        mems = store.memories_for_entity(None if q.all_sessions else session, etype, eid, memories_per_hit)
-        hits.append(RecallHit(entity=ent, memories=mems))
+        hits.append(RecallHit(entity=ent, memories=memories.get((etype, eid), [])))
     return sql, params, hits
 
 

@@ -338,7 +338,25 @@ class MemoryStore:
         sql = f"SELECT {_MEMORY_COLS} FROM memories m WHERE {where} ORDER BY {order} LIMIT ?"
         with self._lock:
             rows = self._con.execute(sql, [*params, limit]).fetchall()
-            return [self._record_from_row(r) for r in rows]
+            return self._records_from_rows(rows)
+
+    def _records_from_rows(self, rows: Sequence[Sequence[Any]]) -> list[MemoryRecord]:
+        """Build records with their relationships fetched in one query, not one per row."""
+        rels: dict[str, list[Relationship]] = {}
+        ids = [r[0] for r in rows]
+        if ids:
+            marks = ", ".join("?" for _ in ids)
+            for mid, *rel in self._con.execute(
+                "SELECT memory_id, rel_type, source_type, source_id, target_type, target_id FROM relationships "
+                f"WHERE memory_id IN ({marks})",
+                ids,
+            ).fetchall():
+                rels.setdefault(mid, []).append(
+                    Relationship(
+                        type=rel[0], source_type=rel[1], source_id=rel[2], target_type=rel[3], target_id=rel[4]
+                    )
+                )
+        return [self._record_from_row(r, rels.get(r[0], [])) for r in rows]
 
     def list_records(
         self, session: str | None = None, search: str = "", limit: int = 100, offset: int = 0, status: str | None = None
@@ -357,14 +375,10 @@ class MemoryStore:
         sql = f"SELECT {_MEMORY_COLS} FROM memories m WHERE {' AND '.join(clauses)} ORDER BY m.ts DESC LIMIT ? OFFSET ?"
         with self._lock:
             rows = self._con.execute(sql, [*params, limit, offset]).fetchall()
-            return [self._record_from_row(r) for r in rows]
+            return self._records_from_rows(rows)
 
-    def _record_from_row(self, row: Sequence[Any]) -> MemoryRecord:
+    def _record_from_row(self, row: Sequence[Any], relationships: list[Relationship]) -> MemoryRecord:
         (mid, session, ts, schema_id, status, conf, text, ev, etype, eid, state, attrs, raw, note) = row
-        rels = self._con.execute(
-            "SELECT rel_type, source_type, source_id, target_type, target_id FROM relationships WHERE memory_id = ?",
-            [mid],
-        ).fetchall()
         return MemoryRecord(
             memory_id=mid,
             session_id=session,
@@ -380,10 +394,7 @@ class MemoryStore:
             attributes=json.loads(attrs or "{}"),
             raw_output=raw or "",
             note=note or "",
-            relationships=[
-                Relationship(type=r[0], source_type=r[1], source_id=r[2], target_type=r[3], target_id=r[4])
-                for r in rels
-            ],
+            relationships=relationships,
         )
 
     def list_entities(self, session: str | None = None, limit: int = 200) -> list[Entity]:
@@ -433,6 +444,36 @@ class MemoryStore:
         )
         params = [etype, eid] + ([session] if session else [])
         return self.records_where(where, params, limit=limit)
+
+    def memories_for_entities(
+        self, session: str | None, keys: Sequence[tuple[str, str]], per_entity: int = 3
+    ) -> dict[tuple[str, str], list[MemoryRecord]]:
+        """The latest ``per_entity`` memories of each entity, in two queries for all keys."""
+        if not keys:
+            return {}
+        values = ", ".join("(?, ?)" for _ in keys)
+        params: list[Any] = [p for k in keys for p in k]
+        session_sql = ""
+        if session:
+            session_sql = "AND l.session_id = ? "
+            params.append(session)
+        cols = _MEMORY_COLS
+        sql = (
+            f"SELECT k_type, k_id, {cols.replace('m.', '')} FROM ("
+            f"SELECT l.entity_type AS k_type, l.entity_id AS k_id, {cols}, "
+            "row_number() OVER (PARTITION BY l.entity_type, l.entity_id ORDER BY m.ts DESC) AS rn "
+            f"FROM (VALUES {values}) AS k(t, i) "
+            "JOIN memory_entities l ON l.entity_type = k.t AND l.entity_id = k.i "
+            f"JOIN memories m ON m.memory_id = l.memory_id WHERE TRUE {session_sql}"
+            ") WHERE rn <= ? ORDER BY k_type, k_id, ts DESC"
+        )
+        with self._lock:
+            rows = self._con.execute(sql, [*params, per_entity]).fetchall()
+            records = self._records_from_rows([r[2:] for r in rows])
+        out: dict[tuple[str, str], list[MemoryRecord]] = {}
+        for row, rec in zip(rows, records):
+            out.setdefault((row[0], row[1]), []).append(rec)
+        return out
 
     def counts(self) -> dict[str, int]:
         with self._lock:

@@ -44,5 +44,5 @@ class Settings(BaseModel):
             n_threads=int(e.get("APPLIANCE_THREADS", str(os.cpu_count() or 2))),
             n_ctx=int(e.get("APPLIANCE_N_CTX", "2048")),
             review_threshold=float(e.get("APPLIANCE_REVIEW_THRESHOLD", "0.5")),
-            grammar_backend=e.get("APPLIANCE_GRAMMAR_BACKEND", "outlines_core"),
+            grammar_backend=e.get("APPLIANCE_GRAMMAR_BACKEND", "llguidance"),
         )

@@ -249,7 +249,11 @@ class LlamaCppEngine:
         import llguidance.llamacpp
 
         if getattr(self, "_llg_tokenizer", None) is None:
-            self._llg_tokenizer = llguidance.llamacpp.lltokenizer_from_vocab(self._vocab_ptr)
+            import warnings
+
+            with warnings.catch_warnings():  # llguidance calls a llama_cpp alias deprecated upstream
+                warnings.simplefilter("ignore", DeprecationWarning)
+                self._llg_tokenizer = llguidance.llamacpp.lltokenizer_from_vocab(self._vocab_ptr)
         grammar = llguidance.LLMatcher.grammar_from_json_schema(
             json.dumps(json_schema),
             defaults={"whitespace_flexible": False, "item_separator": ",", "key_separator": ":"},

@@ -118,7 +118,7 @@ class Extractor:
     ) -> None:
         if backend not in ("outlines_core", "llguidance"):
             raise GrammarError(f"unknown grammar backend {backend!r}", hint="use outlines_core or llguidance")
-        self.backend = backend
+        self.backend = backend  # llguidance when the engine supports it, else outlines_core
         self.on_progress: Callable[[str], None] | None = None  # sees the record JSON grow, field by field
         self.calibrate = calibrate  # subtract the content-free prior from event scores
         self.lexical = lexical  # add overlap with the schema's event descriptions/examples
@@ -153,10 +153,8 @@ class Extractor:
         if mode == "grounded":
             raw, conf, fields = self._grounded(text, now)
         else:
-            if self.backend == "llguidance":
-                make = getattr(self.engine, "llguidance_matcher", None)
-                if make is None:
-                    raise GrammarError("this engine has no llguidance support")
+            make = getattr(self.engine, "llguidance_matcher", None)
+            if self.backend == "llguidance" and make is not None:
                 res = llguidance_greedy(self.engine, make(self.compiled.record_schema), MAX_RECORD_TOKENS)
             else:
                 res = constrained_greedy(self.engine, self._index(), MAX_RECORD_TOKENS)

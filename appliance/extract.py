@@ -90,6 +90,20 @@ def derive_relationships(
     return rels[:3]
 
 
+_NEGATION = re.compile(r"(?:\bnot|n't|\bnever|\bno|没有?|未|不)\s*(?:yet\s*|been\s*|已经?|有)?$")
+
+
+def _affirmed(text: str, word: str) -> bool:
+    """``word`` occurs in ``text`` at least once without a negation right before it
+    ("hasn't shipped", "还没发货" do not evidence the state shipped)."""
+    start = text.find(word)
+    while start >= 0:
+        if not _NEGATION.search(text[max(0, start - 12) : start]):
+            return True
+        start = text.find(word, start + 1)
+    return False
+
+
 class _Trace(list[str]):
     """The record being written; reports each new piece so the panel can stream it."""
 
@@ -295,7 +309,7 @@ class Extractor:
         evidenced = [
             st
             for st in ent.states
-            if any(w.lower() in low for w in (st.replace("_", " "), *ent.state_aliases.get(st, ())))
+            if any(_affirmed(low, w.lower()) for w in (st.replace("_", " "), *ent.state_aliases.get(st, ())))
         ]
         if not evidenced:
             force("null")
@@ -355,6 +369,8 @@ class Extractor:
             value += table[tok]
             e.extend([tok])
         decoded = value.decode("utf-8", errors="ignore").strip()
+        if len(decoded) < 2 or not any(ch.isalpha() for ch in decoded):
+            decoded = ""  # digits or punctuation cut out of an id are not a text value
         if not decoded:
             e.extend(e.tokenize("null"))
             out.append("null")

@@ -74,3 +74,12 @@ def test_nothing_is_dropped_when_extraction_fails(settings, monkeypatch) -> None
     assert rec.status == "unparsed" and rec.source_text == "order 4567 is late"
     assert "forced failure" in rec.note
     assert app.store.get_record(rec.memory_id) is not None
+
+
+def test_negated_state_words_are_not_evidence() -> None:
+    from appliance.extract import _affirmed
+
+    assert _affirmed("it has shipped", "shipped")
+    assert not _affirmed("it still hasn't shipped", "shipped")
+    assert not _affirmed("我的订单还没发货", "发货")
+    assert _affirmed("没问题，已发货", "已发货")

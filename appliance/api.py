@@ -19,11 +19,12 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from .config import Settings
+from .embed import Embedder, MiniLMEmbedder, embedder_available
 from .engine import Engine, LlamaCppEngine, resolve_model_path
 from .errors import InputError, QueryError, SchemaError
 from .extract import ExtractMode, Extractor, derive_relationships
 from .grammar import CompiledGrammar, GrammarCache
-from .memory import EntityRef, MemoryRecord, RecallQuery, RecallResult, Relationship, draft_model
+from .memory import EntityRef, MemoryRecord, RecallQuery, RecallResult, Relationship, SemanticHit, draft_model
 from .question import QuestionParser
 from .recall import run_query, summarise
 from .schema import MemorySchema, load_schema, parse_schema
@@ -33,6 +34,16 @@ from .store import MemoryStore
 __all__ = ["Appliance", "resolve_schema", "MAX_TEXT_CHARS"]
 
 MAX_TEXT_CHARS = 20_000
+SEMANTIC_MIN_SCORE = 0.35  # cosine; below this a "related" memory is noise (all-MiniLM-L6-v2)
+_EMBEDDER: Embedder | None = None
+
+
+def _shared_embedder() -> Embedder:
+    """One MiniLM per process: loading torch and the weights costs seconds."""
+    global _EMBEDDER
+    if _EMBEDDER is None:
+        _EMBEDDER = MiniLMEmbedder()
+    return _EMBEDDER
 
 
 def resolve_schema(schema: str | Path | MemorySchema | dict[str, Any], schema_dir: Path) -> MemorySchema:
@@ -83,8 +94,12 @@ class Appliance:
         model: str | Engine | None = None,
         settings: Settings | None = None,
         mode: ExtractMode = "grounded",
+        embedder: Embedder | None | str = "auto",
     ) -> None:
         self.settings = settings or Settings.from_env()
+        if embedder == "auto":
+            embedder = _shared_embedder() if self.settings.semantic and embedder_available() else None
+        self.embedder: Embedder | None = embedder if not isinstance(embedder, str) else None
         self.schema = resolve_schema(schema, self.settings.schema_dir)
         self.grammars = GrammarCache(self.settings.grammar_dir)
         self.compiled: CompiledGrammar = self.grammars.compile(self.schema)
@@ -197,7 +212,31 @@ class Appliance:
             ],
             mentions=mentions,
         )
-        return self.store.add_record(rec)
+        stored = self.store.add_record(rec)
+        self._embed([stored])
+        return stored
+
+    def _embed(self, records: list[MemoryRecord]) -> None:
+        """Store sentence vectors for records; a failure here never loses the record itself
+        (``backfill_vectors`` embeds whatever is missing)."""
+        if self.embedder is None or not records:
+            return
+        try:
+            vecs = self.embedder.encode([r.source_text for r in records])
+            self.store.add_vectors([(r.memory_id, r.session_id, v) for r, v in zip(records, vecs)])
+        except Exception:  # noqa: BLE001 - embedding is an optional complement
+            return
+
+    def backfill_vectors(self, batch: int = 256) -> int:
+        """Embed stored records that have no vector yet; returns how many were embedded."""
+        if self.embedder is None:
+            return 0
+        done = 0
+        while rows := self.store.memories_without_vectors(batch):
+            vecs = self.embedder.encode([t for _, _, t in rows])
+            self.store.add_vectors([(m, s, v) for (m, s, _), v in zip(rows, vecs)])
+            done += len(rows)
+        return done
 
     # --- recall -----------------------------------------------------------------------
     def recall(self, question: Any, session_id: str = "default") -> RecallResult:
@@ -209,16 +248,30 @@ class Appliance:
         query = parsed.query or RecallQuery()
         result = self.query(query, session_id, question=question)
         result.raw_output = parsed.raw_output
+        seen = {m.memory_id for h in result.hits for m in h.memories}
+        extra: dict[str, MemoryRecord] = {}
         if not result.hits:
             # The structured path found nothing: fall back to the message text itself.
             words = [str(c.surface) for c in find_candidates(question, datetime.now(UTC))]
-            extra: dict[str, MemoryRecord] = {}
             for w in words[:3]:
                 for m in self.store.records_where(
                     "m.session_id = ? AND contains(m.source_text, ?)", [session_id, w], limit=5
                 ):
                     extra[m.memory_id] = m
-            result.context = summarise([], list(extra.values()))
+        if self.embedder is not None:
+            try:
+                vec = self.embedder.encode([question])[0]
+                found = self.store.semantic_search(
+                    None if query.all_sessions else session_id, vec, k=5, min_score=SEMANTIC_MIN_SCORE
+                )
+            except Exception:  # noqa: BLE001 - the structured answer stands on its own
+                found = []
+            result.semantic = [
+                SemanticHit(memory=m, score=round(sc, 4))
+                for m, sc in found
+                if m.memory_id not in seen and m.memory_id not in extra
+            ]
+        result.context = summarise(result.hits, list(extra.values()), result.semantic)
         return result
 
     def query(
@@ -349,6 +402,7 @@ class Appliance:
                 batch.append(item)
         for start in range(0, len(batch), 5000):
             self.store.add_records_bulk(batch[start : start + 5000])
+        self.backfill_vectors()
         return len(batch), problems
 
     def schema_suggestions(self, limit: int = 5000) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ class Settings(BaseModel):
     n_ctx: int
     review_threshold: float
     grammar_backend: str  # outlines_core | llguidance (whole-record grammar decoding)
+    semantic: bool  # embed records and complement structured recall with vector search
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -45,4 +46,5 @@ class Settings(BaseModel):
             n_ctx=int(e.get("APPLIANCE_N_CTX", "2048")),
             review_threshold=float(e.get("APPLIANCE_REVIEW_THRESHOLD", "0.5")),
             grammar_backend=e.get("APPLIANCE_GRAMMAR_BACKEND", "llguidance"),
+            semantic=e.get("APPLIANCE_SEMANTIC", "on").lower() not in ("0", "off", "false", "no"),
         )

@@ -26,7 +26,7 @@ from appliance.api import Appliance
 from appliance.config import Settings
 from appliance.testing import FakeEngine
 db, grammars = sys.argv[1], sys.argv[2]
-s = Settings.from_env({"APPLIANCE_HOME": grammars, "APPLIANCE_GRAMMARS": grammars})
+s = Settings.from_env({"APPLIANCE_HOME": grammars, "APPLIANCE_GRAMMARS": grammars, "APPLIANCE_SEMANTIC": "off"})
 app = Appliance(db=db, model=FakeEngine(preferences={"Order": 5.0}), settings=s)
 print("READY", flush=True)
 i = 0

@@ -24,6 +24,7 @@ __all__ = [
     "RecallQuery",
     "RecallHit",
     "RecallResult",
+    "SemanticHit",
     "draft_model",
     "FILTER_OPS",
     "MAX_RELATIONSHIPS",
@@ -169,6 +170,14 @@ class RecallHit(BaseModel):
     path: str = "structured"
 
 
+class SemanticHit(BaseModel):
+    """A memory found by vector similarity (the complement of the structured path)."""
+
+    memory: MemoryRecord
+    score: float
+    path: str = "semantic"
+
+
 class RecallResult(BaseModel):
     question: str
     query: RecallQuery
@@ -177,6 +186,7 @@ class RecallResult(BaseModel):
     hits: list[RecallHit]
     context: str
     raw_output: str = ""
+    semantic: list[SemanticHit] = Field(default_factory=list)
 
 
 def _literal(*values: str) -> Any:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from .errors import QueryError
-from .memory import Entity, MemoryRecord, RecallHit, RecallQuery
+from .memory import Entity, MemoryRecord, RecallHit, RecallQuery, SemanticHit
 from .schema import MemorySchema
 
 __all__ = ["compile_query", "run_query", "summarise", "Readable"]
@@ -163,9 +163,11 @@ def run_query(
     return sql, params, hits
 
 
-def summarise(hits: Sequence[RecallHit], extra: Sequence[MemoryRecord] = ()) -> str:
+def summarise(
+    hits: Sequence[RecallHit], extra: Sequence[MemoryRecord] = (), semantic: Sequence[SemanticHit] = ()
+) -> str:
     """A compact, structured context block for an agent's prompt."""
-    if not hits and not extra:
+    if not hits and not extra and not semantic:
         return "No matching memories."
     lines = []
     for h in hits:
@@ -176,4 +178,11 @@ def summarise(hits: Sequence[RecallHit], extra: Sequence[MemoryRecord] = ()) -> 
             lines.append(f'    {m.timestamp:%Y-%m-%d %H:%M} {m.event_type or "unparsed"}: "{m.source_text[:160]}"')
     for m in extra:
         lines.append(f'- memory {m.memory_id[:8]} {m.timestamp:%Y-%m-%d}: "{m.source_text[:160]}"')
+    if semantic:
+        lines.append("Related (semantic):")
+        for s in semantic:
+            when = f"{s.memory.timestamp:%Y-%m-%d}"
+            lines.append(
+                f'- [{s.score:.2f}] {when} {s.memory.event_type or "unparsed"}: "{s.memory.source_text[:160]}"'
+            )
     return "\n".join(lines)

@@ -30,7 +30,7 @@ from .memory import Entity, MemoryRecord, Relationship
 
 __all__ = ["MemoryStore", "DB_VERSION"]
 
-DB_VERSION = 2
+DB_VERSION = 3
 MAX_ATTEMPTS = 5
 
 MIGRATIONS: dict[int, list[str]] = {
@@ -64,6 +64,11 @@ MIGRATIONS: dict[int, list[str]] = {
     ],
     # v2: reading a record's relationships was a full scan of the relationships table.
     2: ["CREATE INDEX IF NOT EXISTS relationships_memory ON relationships (memory_id)"],
+    # v3: sentence vectors for the semantic side of hybrid recall (core array functions only).
+    3: [
+        "CREATE TABLE IF NOT EXISTS memory_vectors (memory_id VARCHAR PRIMARY KEY, session_id VARCHAR NOT NULL, "
+        "vec FLOAT[384] NOT NULL)"
+    ],
 }
 
 
@@ -311,6 +316,7 @@ class MemoryStore:
         with self._tx() as con:
             con.execute("DELETE FROM memory_entities WHERE memory_id = ?", [memory_id])
             con.execute("DELETE FROM relationships WHERE memory_id = ?", [memory_id])
+            con.execute("DELETE FROM memory_vectors WHERE memory_id = ?", [memory_id])
             gone = con.execute("DELETE FROM memories WHERE memory_id = ? RETURNING memory_id", [memory_id]).fetchall()
         return bool(gone)
 
@@ -474,6 +480,56 @@ class MemoryStore:
         for row, rec in zip(rows, records):
             out.setdefault((row[0], row[1]), []).append(rec)
         return out
+
+    def add_vectors(self, rows: Sequence[tuple[str, str, Sequence[float]]]) -> None:
+        """Store (memory_id, session_id, 384-d vector) rows; existing ids are replaced."""
+        if not rows:
+            return
+        with self._tx() as con:
+            con.executemany(
+                "INSERT OR REPLACE INTO memory_vectors VALUES (?, ?, ?::FLOAT[384])",
+                [[m, s, [float(x) for x in v]] for m, s, v in rows],
+            )
+
+    def memories_without_vectors(self, limit: int = 1000) -> list[tuple[str, str, str]]:
+        """(memory_id, session_id, source_text) of records not embedded yet (for backfill)."""
+        with self._lock:
+            return [
+                tuple(r)
+                for r in self._con.execute(  # type: ignore[misc]
+                    "SELECT m.memory_id, m.session_id, m.source_text FROM memories m "
+                    "WHERE NOT EXISTS (SELECT 1 FROM memory_vectors v WHERE v.memory_id = m.memory_id) LIMIT ?",
+                    [limit],
+                ).fetchall()
+            ]
+
+    def semantic_search(
+        self, session: str | None, vec: Sequence[float], k: int = 5, min_score: float = 0.0
+    ) -> list[tuple[MemoryRecord, float]]:
+        """The ``k`` memories closest to ``vec`` by cosine similarity, with their scores."""
+        params: list[Any] = [[float(x) for x in vec]]
+        where = ""
+        if session:
+            where = "WHERE v.session_id = ? "
+            params.append(session)
+        sql = (
+            "SELECT v.memory_id, array_cosine_similarity(v.vec, ?::FLOAT[384]) AS score "
+            f"FROM memory_vectors v {where}ORDER BY score DESC LIMIT ?"
+        )
+        with self._lock:
+            scored = [
+                (m, float(sc))
+                for m, sc in self._con.execute(sql, [*params, k]).fetchall()
+                if sc is not None and sc >= min_score
+            ]
+        if not scored:
+            return []
+        marks = ", ".join("?" for _ in scored)
+        records = {
+            r.memory_id: r
+            for r in self.records_where(f"m.memory_id IN ({marks})", [m for m, _ in scored], limit=len(scored))
+        }
+        return [(records[m], sc) for m, sc in scored if m in records]
 
     def counts(self) -> dict[str, int]:
         with self._lock:

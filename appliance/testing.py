@@ -14,7 +14,7 @@ import numpy as np
 
 from .engine import PLAIN, ChatFormat
 
-__all__ = ["FakeEngine"]
+__all__ = ["FakeEngine", "FakeEmbedder"]
 
 
 class FakeEngine:
@@ -78,3 +78,22 @@ class FakeEngine:
             bonus = sum(v for k, v in self.preferences.items() if k in text)
             scores.append(-0.1 * len(opt) + bonus)
         return scores
+
+
+class FakeEmbedder:
+    """Bag-of-words hashing embedder: texts sharing words get similar vectors."""
+
+    dim = 384
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        import re
+        import zlib
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"[a-z]{3,}|[\u4e00-\u9fff]", text.lower()):
+                out[row, zlib.crc32(word.encode()) % self.dim] += 1.0
+            norm = float(np.linalg.norm(out[row]))
+            if norm:
+                out[row] /= norm
+        return out

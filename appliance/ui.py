@@ -113,12 +113,21 @@ def _recall_turn(
     except ApplianceError as exc:
         history.append({"role": "assistant", "content": f"Error: {exc.message} (hint: {exc.hint})"})
         return history, json.dumps({"error": exc.message}), "recall failed"
+    found: list[dict[str, Any]] = [
+        {"memory_id": m.memory_id, "path": "structured", "text": m.source_text[:120]}
+        for h in res.hits
+        for m in h.memories
+    ]
+    found += [
+        {"memory_id": sh.memory.memory_id, "path": "semantic", "score": sh.score, "text": sh.memory.source_text[:120]}
+        for sh in res.semantic
+    ]
     details = {
         "query": res.query.model_dump(mode="json"),
         "sql": res.sql,
         "params": [str(p) for p in res.params],
         "hits": len(res.hits),
-        "path": "structured" if res.hits else "text search",
+        "memories": found or "none (text search fallback)",
     }
     history.append({"role": "assistant", "content": res.context})
     return history, json.dumps(details, ensure_ascii=False, indent=1), "recall done"
@@ -274,7 +283,7 @@ def build_ui(app: Appliance) -> Any:
     import gradio as gr
 
     with gr.Blocks(analytics_enabled=False, title="Memory appliance") as ui:
-        gr.Markdown(f"## Memory appliance — schema `{app.schema.domain}`, offline")
+        gr.Markdown("## Memory appliance — offline, schema-constrained memory")
         with gr.Tab("Chat"):
             with gr.Row():
                 with gr.Column(scale=3):
@@ -349,6 +358,8 @@ def build_ui(app: Appliance) -> Any:
                 value=current_schema_text(app),
                 language="json",
                 label="Schema JSON",
+                lines=18,
+                max_lines=28,
                 elem_id="schema-editor",
                 interactive=True,
             )

@@ -17,6 +17,7 @@ def settings(tmp_path: Path) -> Settings:
             "APPLIANCE_HOME": str(tmp_path),
             "APPLIANCE_GRAMMARS": str(tmp_path / "grammars"),
             "APPLIANCE_SCHEMAS": str(SCHEMAS),
+            "APPLIANCE_SEMANTIC": "off",  # unit tests opt in with FakeEmbedder
         }
     )
 

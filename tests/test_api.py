@@ -94,3 +94,30 @@ def test_schema_switch_and_bad_schema(app: Appliance) -> None:
         app.set_schema({"domain": "x"})
     assert app.schema.domain == "travel_assistant"  # a bad schema does not replace the running one
     assert json.loads(json.dumps(app.status()))["counts"]["memories"] == 0
+
+
+def test_hybrid_recall_semantic_complement(settings) -> None:  # type: ignore[no-untyped-def]
+    from appliance.testing import FakeEmbedder
+
+    app = Appliance(db=settings.home / "h.duckdb", model=FakeEngine(), settings=settings, embedder=FakeEmbedder())
+    app.record("the blender motor burnt out after one day", "a")
+    app.record("I love the blue kettle design", "a")
+    app.record("the blender motor burnt out here too", "b")  # another session: never returned
+    res = app.recall("which blender motor burnt?", "a")
+    texts = [s.memory.source_text for s in res.semantic]
+    assert texts and texts[0] == "the blender motor burnt out after one day"
+    assert all(s.memory.session_id == "a" for s in res.semantic)
+    assert all(s.path == "semantic" and 0 < s.score <= 1.0001 for s in res.semantic)
+    assert "Related (semantic)" in res.context
+    assert app.store.counts()["memories"] == 3
+
+
+def test_backfill_embeds_imported_records(settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from appliance.testing import FakeEmbedder
+
+    plain = Appliance(db=tmp_path / "p.duckdb", model=FakeEngine(), settings=settings, embedder=None)
+    plain.record("order 4567 is late", "s")
+    plain.export_jsonl(tmp_path / "x.jsonl")
+    hybrid = Appliance(db=tmp_path / "q.duckdb", model=FakeEngine(), settings=settings, embedder=FakeEmbedder())
+    hybrid.import_jsonl(tmp_path / "x.jsonl")
+    assert hybrid.store.memories_without_vectors() == []

@@ -137,3 +137,13 @@ def test_long_utterance_is_truncated_for_the_model_but_stored_whole(app: Applian
     assert rec.source_text == text
     assert rec.status in ("ok", "needs_review")
     assert "truncated" in rec.note
+
+
+def test_semantic_recall_with_the_shipped_minilm(app: Appliance) -> None:
+    """all-MiniLM-L6-v2 from site-packages (HF_HUB_OFFLINE): a fuzzy question finds the memory."""
+    assert app.embedder is not None
+    app.record("The blender I bought stopped working and smells burnt", session_id="sem")
+    app.record("Please send the invoice to my office address", session_id="sem")
+    res = app.recall("which kitchen appliance broke down?", session_id="sem")
+    assert res.semantic, res.context
+    assert "blender" in res.semantic[0].memory.source_text

@@ -9,7 +9,7 @@ import pytest
 
 from appliance.errors import CorruptStoreError, StaleUpdateError, StoreLockedError
 from appliance.memory import MemoryRecord, Relationship
-from appliance.store import MemoryStore
+from appliance.store import DB_VERSION, MemoryStore
 
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
 
@@ -148,5 +148,5 @@ def test_migration_from_v1_adds_index(tmp_path) -> None:  # type: ignore[no-unty
     con = duckdb.connect(str(p))
     names = [r[0] for r in con.execute("SELECT index_name FROM duckdb_indexes()").fetchall()]
     assert "relationships_memory" in names
-    assert con.execute("SELECT value FROM meta WHERE key = 'db_version'").fetchone() == ("2",)
+    assert con.execute("SELECT value FROM meta WHERE key = 'db_version'").fetchone() == (str(DB_VERSION),)
     con.close()

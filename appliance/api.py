@@ -124,7 +124,12 @@ class Appliance:
     def extractor(self) -> Extractor:
         if self._extractor is None or self._extractor.schema != self.schema:
             self._extractor = Extractor(
-                self.schema, self.engine, self.grammars, self.mode, backend=self.settings.grammar_backend
+                self.schema,
+                self.engine,
+                self.grammars,
+                self.mode,
+                backend=self.settings.grammar_backend,
+                embedder=self.embedder,
             )
         return self._extractor
 

@@ -44,6 +44,9 @@ MAX_TEXT_VALUE_TOKENS = 24
 MAX_RECORD_TOKENS = 320
 # Weight of the lexical evidence (schema examples/descriptions) against calibrated log-probs.
 LEXICAL_WEIGHT = 6.0
+# Weight of sentence-embedding similarity to the same examples (MiniLM, when available).
+# Chosen on the travel dev set (0.78 → 0.80), held out on customer service (0.69 → 0.73).
+SEMANTIC_WEIGHT = 3.0
 _CURRENCY = re.compile(r"[¥$€£]|元|块|美元|dollar|yuan|rmb|usd|cny|eur", re.I)
 
 
@@ -129,7 +132,10 @@ class Extractor:
         calibrate: bool = True,
         lexical: bool = True,
         backend: str = "outlines_core",
+        embedder: Any = None,
     ) -> None:
+        self.embedder = embedder  # optional: semantic evidence from the schema's event examples
+        self._event_refs: list[np.ndarray] | None = None
         if backend not in ("outlines_core", "llguidance"):
             raise GrammarError(f"unknown grammar backend {backend!r}", hint="use outlines_core or llguidance")
         self.backend = backend  # llguidance when the engine supports it, else outlines_core
@@ -221,7 +227,7 @@ class Extractor:
             adjusted = adjusted - np.array(self._prior(event_opts))
         if self.lexical:
             lexical = [lexical_similarity(text, [ev.description, *ev.examples]) for ev in self.schema.event_types]
-            adjusted = adjusted + LEXICAL_WEIGHT * np.array(lexical)
+            adjusted = adjusted + LEXICAL_WEIGHT * np.array(lexical) + SEMANTIC_WEIGHT * self._semantic(text)
         best = int(np.argmax(adjusted))
         p = np.exp(adjusted - adjusted.max())
         conf["event_type"] = float(p[best] / p.sum())
@@ -274,6 +280,21 @@ class Extractor:
         probs = [p for p in conf.values() if p > 0]
         confidence = math.exp(sum(math.log(p) for p in probs) / len(probs)) if probs else 1.0
         return "".join(out), confidence, conf
+
+    def _semantic(self, text: str) -> np.ndarray:
+        """Best cosine between the message and each event type's description/examples."""
+        n = len(self.schema.event_types)
+        if self.embedder is None:
+            return np.zeros(n)
+        try:
+            if self._event_refs is None:
+                self._event_refs = [
+                    self.embedder.encode([ev.description or ev.name, *ev.examples]) for ev in self.schema.event_types
+                ]
+            v = self.embedder.encode([text])[0]
+            return np.array([float(np.max(refs @ v)) for refs in self._event_refs])
+        except Exception:  # noqa: BLE001 - an optional signal; the lexical one still stands
+            return np.zeros(n)
 
     def _entity_from_ids(self, text: str, now: datetime, declared: str) -> str:
         codes = candidates_for("code", find_candidates(text, now))

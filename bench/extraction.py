@@ -39,6 +39,7 @@ MODES = {
     "greedy": ("greedy", False, False),
     "grounded-raw": ("grounded", False, False),
     "grounded": ("grounded", True, True),
+    "grounded+sem": ("grounded", True, True),  # plus MiniLM similarity to the event examples
 }
 
 
@@ -60,7 +61,20 @@ def evaluate(engine: LlamaCppEngine, domain: str, mode: str, limit: int, tmp: Pa
     schema = load_schema(PROJECT_ROOT / "schemas" / f"{domain}.json")
     cases = importlib.import_module(f"devset.{domain}").CASES[:limit]
     kind, calibrate, lexical = MODES[mode]
-    x = Extractor(schema, engine, GrammarCache(tmp), mode=kind, calibrate=calibrate, lexical=lexical)  # type: ignore[arg-type]
+    embedder = None
+    if mode == "grounded+sem":
+        from appliance.embed import MiniLMEmbedder
+
+        embedder = MiniLMEmbedder()
+    x = Extractor(
+        schema,
+        engine,
+        GrammarCache(tmp),
+        mode=kind,
+        calibrate=calibrate,
+        lexical=lexical,  # type: ignore[arg-type]
+        embedder=embedder,
+    )
     x.extract("warm up", NOW, retry=False)
     n = len(cases)
     hits = {"event_type": 0, "entity_type": 0, "state": 0, "id_exact": 0, "valid": 0}
@@ -116,7 +130,7 @@ def evaluate(engine: LlamaCppEngine, domain: str, mode: str, limit: int, tmp: Pa
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--models", default="smollm2,gemma3-270m")
-    ap.add_argument("--modes", default="greedy,grounded-raw,grounded")
+    ap.add_argument("--modes", default="greedy,grounded-raw,grounded,grounded+sem")
     ap.add_argument("--domains", default="customer_service,travel_assistant")
     ap.add_argument("--limit", type=int, default=10_000)
     args = ap.parse_args()

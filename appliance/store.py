@@ -196,25 +196,7 @@ class MemoryStore:
         return record
 
     def _insert_memory(self, con: duckdb.DuckDBPyConnection, r: MemoryRecord) -> None:
-        con.execute(
-            "INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                r.memory_id,
-                r.session_id,
-                r.timestamp,
-                r.schema_id,
-                r.status,
-                r.confidence,
-                r.source_text,
-                r.event_type,
-                r.entity_type,
-                r.entity_id,
-                r.state,
-                json.dumps(r.attributes, ensure_ascii=False),
-                r.raw_output,
-                r.note,
-            ],
-        )
+        con.execute("INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", list(_memory_row(r)))
 
     def _merge_entity(
         self,
@@ -555,24 +537,7 @@ class MemoryStore:
         rels: list[tuple[Any, ...]] = []
         ents: dict[tuple[str, str, str], tuple[str | None, dict[str, Any]]] = {}
         for r in records:
-            mem_rows.append(
-                (
-                    r.memory_id,
-                    r.session_id,
-                    r.timestamp,
-                    r.schema_id,
-                    r.status,
-                    r.confidence,
-                    r.source_text,
-                    r.event_type,
-                    r.entity_type,
-                    r.entity_id,
-                    r.state,
-                    json.dumps(r.attributes, ensure_ascii=False),
-                    r.raw_output,
-                    r.note,
-                )
-            )
+            mem_rows.append(_memory_row(r))
             if r.status == "unparsed" or not r.entity_type or not r.entity_id:
                 continue
             touched = [(r.entity_type, r.entity_id, r.state, r.attributes, "primary")]
@@ -606,22 +571,7 @@ class MemoryStore:
                     state if state is not None else old_state,
                     {**old_attrs, **{k: v for k, v in attrs.items() if v is not None}},
                 )
-        mem_cols = [
-            "memory_id",
-            "session_id",
-            "ts",
-            "schema_id",
-            "status",
-            "confidence",
-            "source_text",
-            "event_type",
-            "entity_type",
-            "entity_id",
-            "state",
-            "attributes",
-            "raw_output",
-            "note",
-        ]
+        mem_cols = list(MEMORY_COLUMNS)
         frames = {
             "_bulk_m": pd.DataFrame(mem_rows, columns=mem_cols),
             "_bulk_l": pd.DataFrame(links, columns=["memory_id", "session_id", "entity_type", "entity_id", "role"]),
@@ -693,6 +643,26 @@ class MemoryStore:
             return [dict(zip(cols, row)) for row in cur.fetchall()]
 
 
+def _memory_row(r: MemoryRecord) -> tuple[Any, ...]:
+    """A record as a ``memories`` row, in column order (single and bulk inserts)."""
+    return (
+        r.memory_id,
+        r.session_id,
+        r.timestamp,
+        r.schema_id,
+        r.status,
+        r.confidence,
+        r.source_text,
+        r.event_type,
+        r.entity_type,
+        r.entity_id,
+        r.state,
+        json.dumps(r.attributes, ensure_ascii=False),
+        r.raw_output,
+        r.note,
+    )
+
+
 def _sql_path(path: Path) -> str:
     # COPY cannot take a bound parameter for its target; refuse anything but a plain path.
     s = str(path)
@@ -701,10 +671,24 @@ def _sql_path(path: Path) -> str:
     return s
 
 
-_MEMORY_COLS = (
-    "m.memory_id, m.session_id, m.ts, m.schema_id, m.status, m.confidence, m.source_text, "
-    "m.event_type, m.entity_type, m.entity_id, m.state, m.attributes, m.raw_output, m.note"
+# Column order of ``memories`` (matches ``_memory_row`` and the CREATE TABLE above).
+MEMORY_COLUMNS = (
+    "memory_id",
+    "session_id",
+    "ts",
+    "schema_id",
+    "status",
+    "confidence",
+    "source_text",
+    "event_type",
+    "entity_type",
+    "entity_id",
+    "state",
+    "attributes",
+    "raw_output",
+    "note",
 )
+_MEMORY_COLS = ", ".join(f"m.{c}" for c in MEMORY_COLUMNS)
 
 
 def _entity_from_row(row: Sequence[Any]) -> Entity:

@@ -44,10 +44,22 @@ class DecodeResult:
         return math.exp(sum(self.chosen_logprobs) / len(self.chosen_logprobs))
 
 
+def _unpack(mask: np.ndarray, n_vocab: int) -> np.ndarray:
+    """A 32-bit-word token bitmask (outlines_core and llguidance layout) as booleans."""
+    return np.unpackbits(mask.view(np.uint8), bitorder="little")[:n_vocab].astype(bool)
+
+
 def _allowed(guide: Any, mask: np.ndarray, n_vocab: int) -> np.ndarray:
     guide.write_mask_into(mask.ctypes.data, mask.size, mask.itemsize)
-    bits = np.unpackbits(mask.view(np.uint8), bitorder="little")
-    return bits[:n_vocab].astype(bool)
+    return _unpack(mask, n_vocab)
+
+
+def _greedy_pick(logits: np.ndarray, allowed: np.ndarray) -> tuple[int, float]:
+    """The best allowed token and its log-probability renormalised over the allowed set."""
+    masked = np.where(allowed, logits, -np.inf)
+    tok = int(np.argmax(masked))
+    lp = masked - masked[tok]
+    return tok, -float(np.log(np.sum(np.exp(lp[allowed]))))
 
 
 def constrained_greedy(engine: Engine, index: Any, max_tokens: int) -> DecodeResult:
@@ -75,10 +87,8 @@ def constrained_greedy(engine: Engine, index: Any, max_tokens: int) -> DecodeRes
         else:
             logits = engine.logits()
             tm = time.perf_counter()
-            masked = np.where(allowed, logits, -np.inf)
-            tok = int(np.argmax(masked))
-            lp = masked - masked[tok]
-            res.chosen_logprobs.append(-float(np.log(np.sum(np.exp(lp[allowed])))))
+            tok, logprob = _greedy_pick(logits, allowed)
+            res.chosen_logprobs.append(logprob)
             res.mask_seconds += time.perf_counter() - tm
             res.sampled_tokens += 1
         if tok == engine.eos_id:
@@ -175,13 +185,10 @@ def llguidance_greedy(engine: Engine, matcher: Any, max_tokens: int) -> DecodeRe
             res.mask_seconds += time.perf_counter() - tm
             continue
         matcher.unsafe_compute_mask_ptr(mask.ctypes.data, mask.size * mask.itemsize)
-        allowed = np.unpackbits(mask.view(np.uint8), bitorder="little")[: engine.n_vocab].astype(bool)
+        allowed = _unpack(mask, engine.n_vocab)
         res.mask_seconds += time.perf_counter() - tm
-        logits = engine.logits()
-        masked = np.where(allowed, logits, -np.inf)
-        tok = int(np.argmax(masked))
-        lp = masked - masked[tok]
-        res.chosen_logprobs.append(-float(np.log(np.sum(np.exp(lp[allowed])))))
+        tok, logprob = _greedy_pick(engine.logits(), allowed)
+        res.chosen_logprobs.append(logprob)
         res.sampled_tokens += 1
         matcher.consume_token(tok)
         if tok == engine.eos_id:

@@ -219,6 +219,8 @@ class Extractor:
             return options[c.index]
 
         candidates = find_candidates(text, now)
+        codes = candidates_for("code", candidates)
+        tags = tag_codes(text, codes, self.schema.entity_keywords)
         force('{"event_type":')
         event_opts = [_j(n) for n in self.schema.event_names]
         scores = e.score([e.tokenize(o) for o in event_opts])
@@ -241,14 +243,12 @@ class Extractor:
             # The schema says which entity this event is about, unless the message names an
             # id of another entity that the declared one cannot hold as a reference
             # ("when does flight BK-5 leave?" is about the Booking, not the Trip).
-            ent_name = self._entity_from_ids(text, now, hinted)
+            ent_name = self._entity_from_ids(codes, tags, hinted)
             force(_j(ent_name))
         else:
             ent_name = json.loads(pick("entity_type", ent_options))
         ent = self.schema.entity(ent_name)
         force(',"id":')
-        codes = candidates_for("code", candidates)
-        tags = tag_codes(text, codes, {x.name: x.keywords for x in self.schema.entities})
         own = [c for c in codes if tags.get(str(c.value)) == ent.name]
         untagged = [c for c in codes if str(c.value) not in tags]
         id_options = [_j(str(c.value)) for c in (own or untagged)]
@@ -296,9 +296,7 @@ class Extractor:
         except Exception:  # noqa: BLE001 - an optional signal; the lexical one still stands
             return np.zeros(n)
 
-    def _entity_from_ids(self, text: str, now: datetime, declared: str) -> str:
-        codes = candidates_for("code", find_candidates(text, now))
-        tags = tag_codes(text, codes, {x.name: x.keywords for x in self.schema.entities})
+    def _entity_from_ids(self, codes: list[Candidate], tags: dict[str, str], declared: str) -> str:
         named = [tags[str(c.value)] for c in codes if str(c.value) in tags]
         if not named or declared in named:
             return declared

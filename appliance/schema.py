@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -223,6 +224,11 @@ class MemorySchema(BaseModel):
             if e.name == name:
                 return e
         raise KeyError(name)
+
+    @cached_property
+    def entity_keywords(self) -> dict[str, tuple[str, ...]]:
+        """Entity name → words that name it in text (for tagging ids like "order 12345")."""
+        return {e.name: e.keywords for e in self.entities}
 
     def entity_for_id_attribute(self, attribute: str) -> EntityType | None:
         return next((e for e in self.entities if e.id_attribute == attribute), None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -19,6 +20,7 @@ import numpy as np
 __all__ = ["Embedder", "MiniLMEmbedder", "DIM", "embedder_available"]
 
 DIM = 384
+RECENT = 256  # cached text → vector entries
 
 
 class Embedder(Protocol):
@@ -41,6 +43,7 @@ class MiniLMEmbedder:
     def __init__(self) -> None:
         self._model: Any = None
         self._lock = threading.Lock()
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def _load(self) -> Any:
         with self._lock:
@@ -56,8 +59,18 @@ class MiniLMEmbedder:
             return self._model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        model = self._load()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            vecs = model.encode(list(texts), normalize_embeddings=True, show_progress_bar=False)
-        return np.asarray(vecs, dtype=np.float32)
+        """Vectors for ``texts``; recently seen texts come from a small cache, because a
+        record's message is embedded twice (event evidence, then the stored vector)."""
+        missing = [t for t in dict.fromkeys(texts) if t not in self._recent]
+        if missing:
+            model = self._load()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                vecs = model.encode(missing, normalize_embeddings=True, show_progress_bar=False)
+            with self._lock:
+                for t, v in zip(missing, np.asarray(vecs, dtype=np.float32)):
+                    self._recent[t] = v
+                while len(self._recent) > RECENT:
+                    self._recent.popitem(last=False)
+        with self._lock:
+            return np.stack([self._recent[t] for t in texts]) if texts else np.zeros((0, DIM), np.float32)

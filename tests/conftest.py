@@ -1,12 +1,32 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from appliance.config import PROJECT_ROOT, Settings
+from appliance.memory import MemoryRecord
 
 SCHEMAS = PROJECT_ROOT / "schemas"
+
+
+def stored_draft(rec: MemoryRecord) -> dict[str, Any]:
+    """A stored record back in the shape extraction produces, to validate with draft_model."""
+    return {
+        "event_type": rec.event_type,
+        "entity": {"type": rec.entity_type, "id": rec.entity_id, "state": rec.state, "attributes": rec.attributes},
+        "relationships": [
+            {
+                "type": r.type,
+                "from_type": r.source_type,
+                "from_id": r.source_id,
+                "to_type": r.target_type,
+                "to_id": r.target_id,
+            }
+            for r in rec.relationships
+        ],
+    }
 
 
 @pytest.fixture

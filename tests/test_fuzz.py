@@ -17,7 +17,7 @@ from appliance.memory import draft_model
 from appliance.schema import parse_schema
 from appliance.testing import FakeEngine
 
-from .conftest import SCHEMAS
+from .conftest import SCHEMAS, stored_draft
 from .test_schema import ISSUE_EXAMPLE
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -112,27 +112,7 @@ def _valid(app: Appliance, memory_id: str) -> None:
     assert rec is not None
     if rec.status == "unparsed":
         return
-    ent = app.schema.entity(rec.entity_type or "")
-    draft = {
-        "event_type": rec.event_type,
-        "entity": {
-            "type": ent.name,
-            "id": rec.entity_id,
-            "state": rec.state,
-            "attributes": {a.name: rec.attributes.get(a.name) for a in ent.value_attributes},
-        },
-        "relationships": [
-            {
-                "type": r.type,
-                "from_type": r.source_type,
-                "from_id": r.source_id,
-                "to_type": r.target_type,
-                "to_id": r.target_id,
-            }
-            for r in rec.relationships
-        ],
-    }
-    draft_model(app.schema).model_validate(draft)
+    draft_model(app.schema).model_validate(stored_draft(rec))
 
 
 @FUZZ

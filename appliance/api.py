@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
@@ -487,11 +486,3 @@ def _lines(path: Path) -> Iterable[str]:
         for line in fh:
             if line.strip():
                 yield line
-
-
-def timed(fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
-    t = time.perf_counter()
-    return fn(*args, **kwargs), time.perf_counter() - t
-
-
-_ = json  # json kept for callers that serialise results

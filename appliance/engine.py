@@ -318,10 +318,6 @@ class LlamaCppEngine:
         self._pending = []
         self._last_logits = self._decode(prompt[len(self._tokens) :], all_logits=False)[-1]
 
-    @property
-    def cached_tokens(self) -> int:
-        return len(self._tokens)
-
     def extend(self, tokens: Sequence[int]) -> None:
         """Append tokens; they are evaluated lazily, in one batch, when logits are needed."""
         self._pending.extend(tokens)

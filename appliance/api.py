@@ -26,6 +26,7 @@ from .grammar import CompiledGrammar, GrammarCache
 from .memory import EntityRef, MemoryRecord, RecallQuery, RecallResult, Relationship, SemanticHit, draft_model
 from .question import QuestionParser
 from .recall import run_query, summarise
+from .resolve import Resolver
 from .schema import MemorySchema, load_schema, parse_schema
 from .spans import find_candidates
 from .store import MemoryStore
@@ -216,8 +217,25 @@ class Appliance:
             ],
             mentions=mentions,
         )
-        stored = self.store.add_record(rec)
+        stored = self._store_resolved(rec)
         self._embed([stored])
+        return stored
+
+    def _store_resolved(self, rec: MemoryRecord) -> MemoryRecord:
+        """Apply the schema's resolution rules, store, then the merges/corrections they imply.
+
+        One lock around read-resolve-write, so two records cannot both mint or merge the
+        same entity."""
+        with self._lock:
+            res = Resolver(self.schema, self.store).resolve(rec)
+            stored = self.store.add_record(res.record)
+            for etype, eid in res.partial_ids:
+                self.store.mark_partial_id(stored.session_id, etype, eid)
+            for etype, old, new, rule in res.merges:
+                self.store.merge_entities(stored.session_id, etype, old, new, rule, stored.memory_id)
+            if res.correction is not None:
+                earlier, etype, old, new = res.correction
+                self.store.relink_record(earlier, etype, old, new, by_memory=stored.memory_id)
         return stored
 
     def _embed(self, records: list[MemoryRecord]) -> None:
@@ -252,6 +270,15 @@ class Appliance:
         query = parsed.query or RecallQuery()
         result = self.query(query, session_id, question=question)
         result.raw_output = parsed.raw_output
+        partial = ""
+        if not result.hits and query.chain:
+            # Nothing at the end of the path: show what the conditions matched at its start.
+            start = self.query(query.model_copy(update={"hop": None, "hops": []}), session_id)
+            for h in start.hits:
+                h.path = "structured (path start)"
+            result.hits = start.hits
+            if start.hits:
+                partial = f"No {query.result_type} reached from these through {', '.join(h.relationship for h in query.chain)}.\n"
         seen = {m.memory_id for h in result.hits for m in h.memories}
         extra: dict[str, MemoryRecord] = {}
         if not result.hits:
@@ -275,7 +302,7 @@ class Appliance:
                 for m, sc in found
                 if m.memory_id not in seen and m.memory_id not in extra
             ]
-        result.context = summarise(result.hits, list(extra.values()), result.semantic)
+        result.context = partial + summarise(result.hits, list(extra.values()), result.semantic)
         return result
 
     def query(

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import GrammarError
-from .memory import FILTER_OPS, MAX_FILTERS, MAX_RELATIONSHIPS
+from .memory import FILTER_OPS, MAX_FILTERS, MAX_HOPS, MAX_RELATIONSHIPS
 from .schema import MemorySchema
 
 __all__ = [
@@ -48,6 +48,9 @@ GrammarKind = Literal["record", "query"]
 QUERY_LIMITS = (1, 3, 5, 10, 20, 50, 100)
 _NULL = {"type": "null"}
 OUTLINES_CORE_VERSION = version("outlines_core")
+# Bump when the JSON Schemas generated below change shape: cached files of an older
+# format are pruned, as they are after an outlines_core upgrade.
+GRAMMAR_FORMAT = 2
 
 
 def _nullable(s: dict[str, Any]) -> dict[str, Any]:
@@ -107,8 +110,8 @@ def record_json_schema(schema: MemorySchema) -> dict[str, Any]:
 
 
 def query_fields(schema: MemorySchema) -> list[str]:
-    """Field names a recall filter may use: id, state, event_type and every attribute."""
-    names = ["id", "state", "event_type"]
+    """Field names a recall filter may use: id, state, event_type, text and every attribute."""
+    names = ["id", "state", "event_type", "text"]
     for ent in schema.entities:
         names += [a.name for a in ent.value_attributes]
     return list(dict.fromkeys(names))
@@ -119,19 +122,20 @@ def query_json_schema(schema: MemorySchema) -> dict[str, Any]:
     fields = query_fields(schema)
     value = {"anyOf": [{"type": "string"}, {"type": "number"}]}
     filt = _obj({"field": {"enum": fields}, "op": {"enum": list(FILTER_OPS)}, "value": value})
+    filters = {"type": "array", "items": filt, "maxItems": MAX_FILTERS}
     hops = [
-        _obj({"relationship": {"const": r.type}, "target_type": {"const": t}})
+        _obj({"relationship": {"const": r.type}, "target_type": {"const": t}, "filters": filters})
         for r in schema.relationships
-        for t in (r.source, r.target)
+        for t in dict.fromkeys((r.source, r.target))
     ]
     return _obj(
         {
             "entity_type": _nullable({"enum": list(schema.entity_names)}),
             "event_type": _nullable({"enum": list(schema.event_names)}),
-            "filters": {"type": "array", "items": filt, "maxItems": MAX_FILTERS},
+            "filters": filters,
             "sort": _nullable(_obj({"field": {"enum": fields}, "descending": {"type": "boolean"}})),
             "limit": {"enum": list(QUERY_LIMITS)},
-            "hop": _nullable({"anyOf": hops}) if hops else _NULL,
+            "hops": {"type": "array", "items": {"anyOf": hops} if hops else _NULL, "maxItems": MAX_HOPS if hops else 0},
         }
     )
 
@@ -189,11 +193,15 @@ class GrammarCache:
         try:
             data = json.loads(self.manifest_path.read_text())
         except (OSError, json.JSONDecodeError):
-            return {"outlines_core": OUTLINES_CORE_VERSION, "schemas": {}}
-        if data.get("outlines_core") != OUTLINES_CORE_VERSION:
-            self._prune(data)  # another outlines_core wrote these: regexes may differ
-            return {"outlines_core": OUTLINES_CORE_VERSION, "schemas": {}}
+            return self._empty()
+        if data.get("outlines_core") != OUTLINES_CORE_VERSION or data.get("grammar_format") != GRAMMAR_FORMAT:
+            self._prune(data)  # another outlines_core or generator wrote these: regexes may differ
+            return self._empty()
         return dict(data)
+
+    @staticmethod
+    def _empty() -> dict[str, Any]:
+        return {"outlines_core": OUTLINES_CORE_VERSION, "grammar_format": GRAMMAR_FORMAT, "schemas": {}}
 
     def _prune(self, data: dict[str, Any]) -> None:
         for entry in data.get("schemas", {}).values():

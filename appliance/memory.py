@@ -29,6 +29,7 @@ __all__ = [
     "FILTER_OPS",
     "MAX_RELATIONSHIPS",
     "MAX_FILTERS",
+    "MAX_HOPS",
 ]
 
 RecordStatus = Literal["ok", "needs_review", "unparsed", "reviewed"]
@@ -37,6 +38,7 @@ FILTER_OPS = ("eq", "contains", "gt", "lt", "in")
 MAX_RELATIONSHIPS = 3
 MAX_FILTERS = 3
 MAX_LIMIT = 100
+MAX_HOPS = 3
 
 
 class RelationshipDraft(BaseModel):
@@ -137,12 +139,16 @@ class Sort(BaseModel):
 
 
 class Hop(BaseModel):
-    """Follow a declared relationship from the queried entity type to ``target_type``."""
+    """Follow a declared relationship to ``target_type``, keeping targets that pass ``filters``.
+
+    Hops chain: each starts from the entities the previous step kept, so "users whose
+    orders over 1000 have a logistics complaint" is tickets → orders → users."""
 
     model_config = ConfigDict(extra="forbid")
 
     relationship: str
     target_type: str
+    filters: list[Filter] = Field(default_factory=list, max_length=MAX_FILTERS)
 
 
 class RecallQuery(BaseModel):
@@ -155,8 +161,19 @@ class RecallQuery(BaseModel):
     filters: list[Filter] = Field(default_factory=list, max_length=MAX_FILTERS)
     sort: Optional[Sort] = None
     limit: int = Field(default=10, ge=1, le=MAX_LIMIT)
-    hop: Optional[Hop] = None
+    hop: Optional[Hop] = None  # one hop (kept for callers written before ``hops``)
+    hops: list[Hop] = Field(default_factory=list, max_length=MAX_HOPS)
     all_sessions: bool = False
+
+    @property
+    def chain(self) -> list[Hop]:
+        """Every hop in order: ``hop`` first, then ``hops``."""
+        return ([self.hop] if self.hop else []) + list(self.hops)
+
+    @property
+    def result_type(self) -> Optional[str]:
+        """The entity type the answer is made of (the last hop's target)."""
+        return self.chain[-1].target_type if self.chain else self.entity_type
 
     @field_validator("filters")
     @classmethod

@@ -106,7 +106,7 @@ def query_prompt(schema: MemorySchema, engine: Engine) -> PromptParts:
         "filters": [{"field": "id", "op": "contains", "value": "X-0"}],
         "sort": None,
         "limit": 5,
-        "hop": None,
+        "hops": [],
     }
     user = (
         f"{_schema_text(schema)}\n\n"

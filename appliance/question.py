@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -20,10 +21,11 @@ from pydantic import ValidationError
 from .decode import choose, constrained_greedy
 from .engine import Engine
 from .grammar import CompiledGrammar, GrammarCache
+from .hops import PathPlan, filters_by_step, plan_path
 from .memory import MAX_FILTERS, RecallQuery
 from .prompt import PromptParts, query_prompt
 from .schema import MemorySchema
-from .spans import candidates_for, find_candidates, tag_codes, value_role
+from .spans import Candidate, candidates_for, find_candidates, tag_codes, value_role
 
 __all__ = ["QuestionParser", "ParsedQuestion"]
 
@@ -88,6 +90,9 @@ class QuestionParser:
             return options[c.index]
 
         cands = find_candidates(question, now)
+        plan = plan_path(s, question)
+        if plan is not None:
+            return self._grounded_hops(question, plan, cands, force, out, probs)
         compared = {
             c.surface
             for c in cands
@@ -145,7 +150,45 @@ class QuestionParser:
         force(",".join(filters))
         force('],"sort":null,"limit":')
         force("5")
-        force(',"hop":null}')
+        force(',"hops":[]}')
+        conf = 1.0
+        for p in probs:
+            conf *= p
+        return "".join(out), conf ** (1 / len(probs)) if probs else 1.0
+
+    def _grounded_hops(
+        self,
+        question: str,
+        plan: PathPlan,
+        cands: list[Candidate],
+        force: Callable[[str], None],
+        out: list[str],
+        probs: list[float],
+    ) -> tuple[str, float]:
+        """A question naming several related entity types ("users who complained about
+        logistics on orders over 1000"): start where the conditions are, hop to the answer."""
+        e, s = self.engine, self.schema
+        force('{"entity_type":')
+        if plan.target is None:  # the wording did not say which type is asked for: the model picks
+            named = sorted(plan.mentions, key=plan.mentions.__getitem__)
+            target = json.loads(_pick_silent(e, [_j(n) for n in named], probs))
+            plan = plan.towards(s, target)
+        assert plan.target is not None
+        steps = filters_by_step(s, question, plan, cands)
+        numeric_choice = {
+            ent: json.loads(_pick_silent(e, [_j(a) for a in attrs], probs)) if len(attrs) > 1 else attrs[0]
+            for ent, attrs in steps.numeric_fields.items()
+        }
+        start = plan.path[0]
+        force(_j(start))
+        force(',"event_type":null,"filters":[')
+        force(",".join(_j(f) for f in steps.render(start, numeric_choice)))
+        force('],"sort":null,"limit":10,"hops":[')
+        hops = [
+            _j({"relationship": rel, "target_type": nxt, "filters": steps.render(nxt, numeric_choice)})
+            for rel, nxt in zip(plan.relationships, plan.path[1:])
+        ]
+        force(",".join(hops) + "]}")
         conf = 1.0
         for p in probs:
             conf *= p

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from .errors import QueryError
-from .memory import Entity, MemoryRecord, RecallHit, RecallQuery, SemanticHit
+from .memory import Entity, Filter, Hop, MemoryRecord, RecallHit, RecallQuery, SemanticHit
 from .schema import MemorySchema
 
 __all__ = ["compile_query", "run_query", "summarise", "Readable"]
@@ -26,7 +26,14 @@ class Readable(Protocol):
     ) -> dict[tuple[str, str], list[MemoryRecord]]: ...
 
 
-_BASE_FIELDS = {"id": "e.entity_id", "state": "e.state"}
+_BASE_FIELDS = {"id": "e.entity_id", "state": "e.state", "updated_at": "e.updated_at"}
+# A memory about the entity (any role) with this event type / containing this text.
+_LINKED_MEMORY = (
+    "EXISTS (SELECT 1 FROM memory_entities me JOIN memories m ON m.memory_id = me.memory_id "
+    "WHERE me.session_id = e.session_id AND me.entity_type = e.entity_type AND me.entity_id = e.entity_id AND "
+)
+_EVENT_SQL = _LINKED_MEMORY + "m.event_type = ?)"
+_TEXT_SQL = _LINKED_MEMORY + "contains(lower(m.source_text), lower(?)))"
 
 
 def _attribute_owner(schema: MemorySchema, entity_type: str | None, name: str) -> bool:
@@ -34,14 +41,12 @@ def _attribute_owner(schema: MemorySchema, entity_type: str | None, name: str) -
     return any(name in e.attribute_names for e in ents)
 
 
-def _field_sql(schema: MemorySchema, q: RecallQuery, name: str, params: list[Any]) -> str:
+def _field_sql(schema: MemorySchema, entity_type: str | None, name: str, params: list[Any]) -> str:
     """A fixed SQL expression for a schema-checked field; attribute names become params."""
     if name in _BASE_FIELDS:
         return _BASE_FIELDS[name]
-    if name == "updated_at":
-        return "e.updated_at"
-    if not _attribute_owner(schema, q.entity_type, name):
-        where = f"entity {q.entity_type}" if q.entity_type else "the schema"
+    if not _attribute_owner(schema, entity_type, name):
+        where = f"entity {entity_type}" if entity_type else "the schema"
         raise QueryError(f"unknown field {name[:60]!r} for {where}")
     params.append(f'$."{name}"')
     return "json_extract_string(e.attributes, ?)"
@@ -54,38 +59,21 @@ def _numeric(value: Any) -> float | None:
         return None
 
 
-def compile_query(schema: MemorySchema, q: RecallQuery, session: str) -> tuple[str, list[Any]]:
-    """SQL text built only from fixed fragments, and the values it binds."""
-    if q.entity_type is not None and q.entity_type not in schema.entity_names:
-        raise QueryError(f"unknown entity type {q.entity_type[:60]!r}")
-    if q.event_type is not None and q.event_type not in schema.event_names:
-        raise QueryError(f"unknown event type {q.event_type[:60]!r}")
-    params: list[Any] = []
+def _conditions(
+    schema: MemorySchema, entity_type: str | None, filters: Sequence[Filter]
+) -> tuple[list[str], list[Any]]:
+    """WHERE conditions on alias ``e`` for one step's filters, with their bound values."""
     where: list[str] = []
-    if not q.all_sessions:
-        where.append("e.session_id = ?")
-        params.append(session)
-    if q.entity_type:
-        where.append("e.entity_type = ?")
-        params.append(q.entity_type)
-    if q.event_type:
-        where.append(
-            "EXISTS (SELECT 1 FROM memory_entities me JOIN memories m ON m.memory_id = me.memory_id "
-            "WHERE me.session_id = e.session_id AND me.entity_type = e.entity_type "
-            "AND me.entity_id = e.entity_id AND m.event_type = ?)"
-        )
-        params.append(q.event_type)
-    for f in q.filters:
-        if f.field == "event_type":
-            where.append(
-                "EXISTS (SELECT 1 FROM memory_entities me JOIN memories m ON m.memory_id = me.memory_id "
-                "WHERE me.session_id = e.session_id AND me.entity_type = e.entity_type "
-                "AND me.entity_id = e.entity_id AND m.event_type = ?)"
-            )
+    params: list[Any] = []
+    for f in filters:
+        if f.field in ("event_type", "text"):
+            if f.field == "event_type" and str(f.value) not in schema.event_names:
+                raise QueryError(f"unknown event type {str(f.value)[:60]!r}")
+            where.append(_EVENT_SQL if f.field == "event_type" else _TEXT_SQL)
             params.append(str(f.value))
             continue
         fparams: list[Any] = []
-        expr = _field_sql(schema, q, f.field, fparams)
+        expr = _field_sql(schema, entity_type, f.field, fparams)
         if f.op == "in":
             values = f.value if isinstance(f.value, list) else [f.value]
             if not values:
@@ -108,16 +96,39 @@ def compile_query(schema: MemorySchema, q: RecallQuery, session: str) -> tuple[s
         else:
             where.append(f"CAST({expr} AS VARCHAR) = ?")
             params += fparams + [str(f.value)]
-    sql = (
-        "SELECT e.session_id, e.entity_type, e.entity_id, e.state, e.attributes, e.version, e.updated_at "
-        "FROM entities e WHERE " + (" AND ".join(where) or "TRUE")
-    )
-    if q.hop:
-        sql, params = _hop(schema, q, sql, params)
+    return where, params
+
+
+_ENTITY_COLS = "e.session_id, e.entity_type, e.entity_id, e.state, e.attributes, e.version, e.updated_at"
+
+
+def compile_query(schema: MemorySchema, q: RecallQuery, session: str) -> tuple[str, list[Any]]:
+    """SQL text built only from fixed fragments, and the values it binds."""
+    if q.entity_type is not None and q.entity_type not in schema.entity_names:
+        raise QueryError(f"unknown entity type {q.entity_type[:60]!r}")
+    if q.event_type is not None and q.event_type not in schema.event_names:
+        raise QueryError(f"unknown event type {q.event_type[:60]!r}")
+    params: list[Any] = []
+    where: list[str] = []
+    if not q.all_sessions:
+        where.append("e.session_id = ?")
+        params.append(session)
+    if q.entity_type:
+        where.append("e.entity_type = ?")
+        params.append(q.entity_type)
+    if q.event_type:
+        where.append(_EVENT_SQL)
+        params.append(q.event_type)
+    conds, cparams = _conditions(schema, q.entity_type, q.filters)
+    sql = f"SELECT {_ENTITY_COLS} FROM entities e WHERE " + (" AND ".join(where + conds) or "TRUE")
+    params += cparams
+    current = q.entity_type
+    for hop in q.chain:
+        sql, params = _hop(schema, hop, current, sql, params)
+        current = hop.target_type
     order_params: list[Any] = []
     if q.sort:
-        hop_q = q.model_copy(update={"entity_type": q.hop.target_type if q.hop else q.entity_type})
-        expr = _field_sql(schema, hop_q, q.sort.field, order_params).replace("e.", "h.")
+        expr = _field_sql(schema, q.result_type, q.sort.field, order_params).replace("e.", "h.")
         direction = "DESC" if q.sort.descending else "ASC"
         order = f"TRY_CAST({expr} AS DOUBLE) {direction} NULLS LAST, {expr} {direction} NULLS LAST"
         order_params *= 2
@@ -127,23 +138,26 @@ def compile_query(schema: MemorySchema, q: RecallQuery, session: str) -> tuple[s
     return final, params + order_params + [q.limit]
 
 
-def _hop(schema: MemorySchema, q: RecallQuery, inner: str, params: list[Any]) -> tuple[str, list[Any]]:
-    assert q.hop is not None
-    rel = next((r for r in schema.relationships if r.type == q.hop.relationship), None)
+def _hop(schema: MemorySchema, hop: Hop, current: str | None, inner: str, params: list[Any]) -> tuple[str, list[Any]]:
+    """Join one declared relationship from the entities of ``inner`` to its other end."""
+    rel = next((r for r in schema.relationships if r.type == hop.relationship), None)
     if rel is None:
-        raise QueryError(f"unknown relationship {q.hop.relationship[:60]!r}")
-    if q.hop.target_type not in (rel.source, rel.target):
-        raise QueryError(f"{rel.type} does not connect to {q.hop.target_type[:60]!r}")
-    forward = q.hop.target_type == rel.target and (q.entity_type in (None, rel.source))
+        raise QueryError(f"unknown relationship {hop.relationship[:60]!r}")
+    if hop.target_type not in (rel.source, rel.target):
+        raise QueryError(f"{rel.type} does not connect to {hop.target_type[:60]!r}")
+    if current is not None and current not in (rel.source, rel.target):
+        raise QueryError(f"{rel.type} does not start from {current}")
+    forward = hop.target_type == rel.target and (current in (None, rel.source))
     a, b = ("source", "target") if forward else ("target", "source")
+    conds, cparams = _conditions(schema, hop.target_type, hop.filters)
     sql = (
-        "SELECT DISTINCT t.session_id, t.entity_type, t.entity_id, t.state, t.attributes, t.version, t.updated_at "
+        f"SELECT DISTINCT {_ENTITY_COLS} "
         f"FROM ({inner}) s JOIN relationships r ON r.session_id = s.session_id AND r.rel_type = ? "
         f"AND r.{a}_type = s.entity_type AND r.{a}_id = s.entity_id "
-        f"JOIN entities t ON t.session_id = r.session_id AND t.entity_type = r.{b}_type AND t.entity_id = r.{b}_id "
-        "WHERE t.entity_type = ?"
+        f"JOIN entities e ON e.session_id = r.session_id AND e.entity_type = r.{b}_type AND e.entity_id = r.{b}_id "
+        "WHERE " + " AND ".join(["e.entity_type = ?", *conds])
     )
-    return sql, params + [rel.type, q.hop.target_type]
+    return sql, params + [rel.type, hop.target_type] + cparams
 
 
 def run_query(

@@ -20,6 +20,8 @@ from .errors import SchemaError
 
 __all__ = [
     "Attribute",
+    "Resolution",
+    "Retention",
     "EntityType",
     "RelationshipType",
     "EventType",
@@ -75,6 +77,30 @@ class Attribute(BaseModel):
         raise ValueError(f"attribute must be a string or an object, not {type(raw).__name__}")
 
 
+class Resolution(BaseModel):
+    """When two mentions are the same entity. Nothing merges unless a rule here says so."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # A mention without an id is the newest stored entity with these attribute values
+    # (a complaint about order 1001 is that order's open ticket); else it gets a system key.
+    match_on: tuple[str, ...] = ()
+    # An id written as a suffix ("尾号2345", "ending in 2345") of at least this many digits
+    # is the one stored id ending in it (0: never).
+    id_suffix_digits: int = Field(default=0, ge=0, le=12)
+
+
+class Retention(BaseModel):
+    """When memories may be forgotten. Without a policy nothing is ever deleted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_age_days: float | None = Field(default=None, gt=0)
+    min_importance: float | None = Field(default=None, ge=0, le=1)  # forget records scoring below
+    forget_on_session_end: bool = False
+    compact_after: int | None = Field(default=None, ge=2, le=1000)  # summarise once an entity has this many
+
+
 class EntityType(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -86,9 +112,13 @@ class EntityType(BaseModel):
     description: str = Field(default="", max_length=MAX_TEXT)
     aliases: tuple[str, ...] = Field(default=(), max_length=32)
     state_aliases: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # state → words meaning it
+    resolution: Resolution = Resolution()
+    retention: Retention = Retention()
 
     def __hash__(self) -> int:  # dict field: hash the identity-defining parts
-        return hash((self.name, self.attributes, self.states, tuple(sorted(self.state_aliases.items()))))
+        return hash(
+            (self.name, self.attributes, self.states, tuple(sorted(self.state_aliases.items())), self.resolution)
+        )
 
     @property
     def keywords(self) -> tuple[str, ...]:
@@ -133,11 +163,27 @@ class EventType(BaseModel):
     entity: str = ""  # the entity type this event is usually about (optional hint)
     sets_state: str = ""  # the state this event puts its entity in (e.g. payment_received → paid)
     examples: tuple[str, ...] = Field(default=(), max_length=32)
+    keywords: tuple[str, ...] = Field(default=(), max_length=32)  # words that signal it ("complain", "投诉")
+    importance: float = Field(default=0.5, ge=0, le=1)  # feeds the forgetting score of its records
+    retention: Retention = Retention()
 
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
         return _check_ident(v, "event type")
+
+    @field_validator("keywords")
+    @classmethod
+    def _keywords(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if not all(0 < len(w.strip()) <= 40 for w in v):
+            raise ValueError("keywords must be short non-empty strings")
+        return tuple(w.strip().lower() for w in v)
+
+    @property
+    def cues(self) -> tuple[str, ...]:
+        """Word stems that name this event in text: its keywords and its name's long parts."""
+        stems = [p[:6] for p in self.name.split("_") if len(p) >= 5]
+        return tuple(dict.fromkeys([*self.keywords, *stems]))
 
 
 class SchemaExample(BaseModel):
@@ -201,6 +247,9 @@ class MemorySchema(BaseModel):
                         f"event_types.{ev.name}.sets_state: {ev.sets_state!r} is not a state of {ev.entity or '(no entity)'}"
                     )
         for ent in self.entities:
+            for attr in ent.resolution.match_on:
+                if attr not in ent.attribute_names or attr == ent.id_attribute:
+                    raise ValueError(f"entities.{ent.name}.resolution.match_on: {attr!r} is not a non-id attribute")
             for state in ent.state_aliases:
                 if state not in ent.states:
                     raise ValueError(f"entities.{ent.name}.state_aliases: {state!r} is not one of its states")
@@ -261,11 +310,21 @@ class MemorySchema(BaseModel):
                     "description": e.description,
                     "aliases": list(e.aliases),
                     "state_aliases": {k: list(v) for k, v in e.state_aliases.items()},
+                    "resolution": e.resolution.model_dump(),
+                    "retention": e.retention.model_dump(),
                 }
                 for e in self.entities
             },
             "relationships": [r.model_dump(by_alias=True) for r in self.relationships],
-            "event_types": [{**ev.model_dump(), "examples": list(ev.examples)} for ev in self.event_types],
+            "event_types": [
+                {
+                    **ev.model_dump(),
+                    "examples": list(ev.examples),
+                    "keywords": list(ev.keywords),
+                    "retention": ev.retention.model_dump(),
+                }
+                for ev in self.event_types
+            ],
             "examples": [{"text": x.text, "record": json.loads(x.record)} for x in self.examples],
         }
 
@@ -330,6 +389,8 @@ def _normalise(raw: Any) -> dict[str, Any]:
                 "description",
                 "aliases",
                 "state_aliases",
+                "resolution",
+                "retention",
             }
             if extra:
                 raise ValueError(f"entities.{name}: unknown field(s) {sorted(extra)}")
@@ -343,6 +404,7 @@ def _normalise(raw: Any) -> dict[str, Any]:
                     "description": body.get("description", ""),
                     "aliases": aliases,
                     "state_aliases": {k: tuple(v) for k, v in state_aliases.items()},
+                    **{k: body[k] for k in ("resolution", "retention") if k in body},
                 }
             )
         data["entities"] = out

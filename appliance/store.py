@@ -27,10 +27,12 @@ import duckdb
 
 from .errors import CorruptStoreError, StaleUpdateError, StoreError, StoreLockedError
 from .memory import Entity, MemoryRecord, Relationship
+from .store_lifecycle import LifecycleOps
+from .store_resolution import ResolutionOps
 
 __all__ = ["MemoryStore", "DB_VERSION"]
 
-DB_VERSION = 3
+DB_VERSION = 4
 MAX_ATTEMPTS = 5
 
 MIGRATIONS: dict[int, list[str]] = {
@@ -69,6 +71,27 @@ MIGRATIONS: dict[int, list[str]] = {
         "CREATE TABLE IF NOT EXISTS memory_vectors (memory_id VARCHAR PRIMARY KEY, session_id VARCHAR NOT NULL, "
         "vec FLOAT[384] NOT NULL)"
     ],
+    # v4: lifecycle — visible merges, suffix-only ids, compaction links, forgetting log,
+    # and the journal that makes schema migrations reversible.
+    4: [
+        "CREATE TABLE IF NOT EXISTS entity_merges (session_id VARCHAR NOT NULL, entity_type VARCHAR NOT NULL, "
+        "from_id VARCHAR NOT NULL, to_id VARCHAR NOT NULL, rule VARCHAR NOT NULL, memory_id VARCHAR, "
+        "ts TIMESTAMPTZ NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS partial_ids (session_id VARCHAR NOT NULL, entity_type VARCHAR NOT NULL, "
+        "entity_id VARCHAR NOT NULL, PRIMARY KEY (session_id, entity_type, entity_id))",
+        "CREATE TABLE IF NOT EXISTS memory_links (summary_id VARCHAR NOT NULL, memory_id VARCHAR NOT NULL, "
+        "PRIMARY KEY (summary_id, memory_id))",
+        "CREATE INDEX IF NOT EXISTS memory_links_memory ON memory_links (memory_id)",
+        "CREATE TABLE IF NOT EXISTS ended_sessions (session_id VARCHAR PRIMARY KEY, ts TIMESTAMPTZ NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS forget_log (memory_id VARCHAR NOT NULL, session_id VARCHAR NOT NULL, "
+        "policy VARCHAR NOT NULL, event_type VARCHAR, entity_type VARCHAR, entity_id VARCHAR, "
+        "recorded_at TIMESTAMPTZ, ts TIMESTAMPTZ NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS schema_migrations (migration_id VARCHAR PRIMARY KEY, "
+        "from_schema_id VARCHAR NOT NULL, to_schema_id VARCHAR NOT NULL, spec JSON NOT NULL, "
+        "records INTEGER NOT NULL, applied_at TIMESTAMPTZ NOT NULL, reverted_at TIMESTAMPTZ)",
+        "CREATE TABLE IF NOT EXISTS migration_before (migration_id VARCHAR NOT NULL, kind VARCHAR NOT NULL, "
+        "row_key JSON NOT NULL, before JSON NOT NULL)",
+    ],
 }
 
 
@@ -76,8 +99,11 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-class MemoryStore:
-    """Records, entities and relationships in one DuckDB file (or ``:memory:``)."""
+class MemoryStore(ResolutionOps, LifecycleOps):
+    """Records, entities and relationships in one DuckDB file (or ``:memory:``).
+
+    Merges/corrections (``store_resolution``) and compaction, forgetting and schema
+    migrations (``store_lifecycle``) are mixed in from their own modules."""
 
     def __init__(self, path: str | Path, read_only: bool = False) -> None:
         self.path = str(path)
@@ -145,12 +171,20 @@ class MemoryStore:
             raise StoreError("the store is open read-only")
         return _Transaction(self)
 
-    def add_record(self, record: MemoryRecord) -> MemoryRecord:
-        """Store a record with its entity upserts and relationships, atomically."""
+    def add_record(self, record: MemoryRecord, summary_of: Sequence[str] = ()) -> MemoryRecord:
+        """Store a record with its entity upserts and relationships, atomically.
+
+        ``summary_of``: ids of the memories this (summary) record compacts, linked in the
+        same transaction."""
         for attempt in range(MAX_ATTEMPTS):
             try:
                 with self._tx() as con:
                     self._insert_memory(con, record)
+                    if summary_of:
+                        con.executemany(
+                            "INSERT OR IGNORE INTO memory_links VALUES (?, ?)",
+                            [[record.memory_id, m] for m in summary_of],
+                        )
                     if record.status != "unparsed" and record.entity_type and record.entity_id:
                         self._merge_entity(
                             con,
@@ -299,6 +333,7 @@ class MemoryStore:
             con.execute("DELETE FROM memory_entities WHERE memory_id = ?", [memory_id])
             con.execute("DELETE FROM relationships WHERE memory_id = ?", [memory_id])
             con.execute("DELETE FROM memory_vectors WHERE memory_id = ?", [memory_id])
+            con.execute("DELETE FROM memory_links WHERE memory_id = ? OR summary_id = ?", [memory_id, memory_id])
             gone = con.execute("DELETE FROM memories WHERE memory_id = ? RETURNING memory_id", [memory_id]).fetchall()
         return bool(gone)
 

@@ -171,19 +171,22 @@ def test_compile_is_cached_and_rebuilt_on_change(tmp_path) -> None:  # type: ign
     assert CS.schema_id in manifest["schemas"]
     warm = GrammarCache(tmp_path).compile(CS)
     assert warm.from_cache and warm.record_regex == cold.record_regex
-    changed = CS.model_copy(update={"schema_version": "1.1"})
+    changed = CS.model_copy(update={"schema_version": "9.9"})
     rebuilt = cache.compile(changed)
     assert not rebuilt.from_cache and rebuilt.directory != cold.directory
 
 
-def test_stale_outlines_version_prunes_cache(tmp_path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize(("key", "stale"), [("outlines_core", "0.0.1"), ("grammar_format", 1)])
+def test_stale_outlines_or_generator_version_prunes_cache(tmp_path, key: str, stale: object) -> None:  # type: ignore[no-untyped-def]
     cache = GrammarCache(tmp_path)
     c = cache.compile(CS)
+    (c.directory / "query.regex").write_text("stale")
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    manifest["outlines_core"] = "0.0.1"
+    manifest[key] = stale
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     again = GrammarCache(tmp_path).compile(CS)
     assert not again.from_cache and c.directory.exists()
+    assert again.query_regex != "stale" and (c.directory / "query.regex").read_text() == again.query_regex
 
 
 def test_index_is_pickled_and_reloaded(tmp_path) -> None:  # type: ignore[no-untyped-def]

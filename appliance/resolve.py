@@ -1,0 +1,156 @@
+"""Entity resolution and corrections: which stored entity a new record is about.
+
+Only the schema's rules merge anything (``EntityType.resolution``):
+
+* ``id_suffix_digits: N`` — an id the text marks as a suffix ("订单尾号2345", "ending in
+  2345") of ≥ N digits resolves to the one stored id ending in it, when exactly one does.
+  With none, it is stored as given and remembered as partial: a later full id that ends in
+  it ("order 12345") merges the two.
+* ``match_on: [attr, …]`` — a mention without an id ("my complaint about order 1001") is the
+  newest stored entity with the same values of those attributes; with none it gets a system
+  key (``auto-…``) so it can be linked, updated and found.
+
+A correction ("not 12345, I meant 12354") re-points the session's latest record about the
+negated id to the new one. Every decision is written into the record's note and, for
+merges and corrections, into the store's merge log.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .extract import derive_relationships
+from .memory import EntityRef, MemoryRecord, Relationship
+from .schema import EntityType, MemorySchema
+from .spans import negated_values
+
+__all__ = ["Resolver", "Resolution", "ResolutionStore", "suffix_marked"]
+
+_SUFFIX = (
+    r"(?:尾号|后四位|后\d位|末尾|ending (?:in|with)|ends (?:in|with)|last (?:\d|four|4|five|5|six|6) digits"
+    r"(?: are| of| is)?)\s*(?:是|为|:|：)?\s*(?:#|号)?\s*{id}(?!\d)"
+)
+
+
+def suffix_marked(text: str, value: str) -> bool:
+    """Whether ``text`` writes ``value`` as the end of a longer id."""
+    return re.search(_SUFFIX.format(id=re.escape(value)), text, re.I) is not None
+
+
+class ResolutionStore(Protocol):
+    def entity_ids_ending_with(self, session: str, etype: str, suffix: str) -> list[str]: ...
+    def partial_ids_of(self, session: str, etype: str, full_id: str) -> list[str]: ...
+    def entity_with_values(self, session: str, etype: str, values: dict[str, str]) -> str | None: ...
+    def records_where(self, where: str, params: list[str], limit: int = 100) -> list[MemoryRecord]: ...
+
+
+@dataclass
+class Resolution:
+    """A record ready to store and what to do to the store after it."""
+
+    record: MemoryRecord
+    notes: list[str] = field(default_factory=list)
+    partial_ids: list[tuple[str, str]] = field(default_factory=list)  # (type, id) stored as suffixes
+    merges: list[tuple[str, str, str, str]] = field(default_factory=list)  # (type, from, to, rule)
+    correction: tuple[str, str, str, str] | None = None  # (memory_id, type, old id, new id)
+
+
+class Resolver:
+    def __init__(self, schema: MemorySchema, store: ResolutionStore) -> None:
+        self.schema = schema
+        self.store = store
+
+    def resolve(self, rec: MemoryRecord) -> Resolution:
+        res = Resolution(record=rec)
+        if rec.status == "unparsed" or not rec.entity_type or rec.entity_type not in self.schema.entity_names:
+            return res
+        ent = self.schema.entity(rec.entity_type)
+        attrs = dict(rec.attributes)
+        entity_id = rec.entity_id
+        # refs first: "投诉订单尾号2345" names order 12345 when the rule allows it
+        for a in ent.value_attributes:
+            target = self.schema.entity_for_id_attribute(a.name) if a.kind == "ref" else None
+            value = attrs.get(a.name)
+            if target is not None and value is not None:
+                attrs[a.name] = self._by_suffix(res, rec, target, str(value))
+        if entity_id is not None:
+            entity_id = self._by_suffix(res, rec, ent, entity_id)
+        elif ent.resolution.match_on:
+            entity_id = self._by_values(res, rec, ent, attrs)
+        res.record = self._rebuilt(rec, ent, entity_id, attrs)
+        if entity_id is not None:
+            self._correction(res, rec, ent, entity_id)
+        if res.notes:
+            note = "; ".join(res.notes)
+            res.record = res.record.model_copy(update={"note": f"{rec.note} | {note}".strip(" |")})
+        return res
+
+    def _by_suffix(self, res: Resolution, rec: MemoryRecord, ent: EntityType, value: str) -> str:
+        n = ent.resolution.id_suffix_digits
+        if not n or not value.isdigit() or len(value) < n:
+            return value
+        if suffix_marked(rec.source_text, value):
+            found = self.store.entity_ids_ending_with(rec.session_id, ent.name, value)
+            if len(found) == 1:
+                res.notes.append(f"resolved {ent.name} …{value} → {found[0]} (id_suffix_digits={n})")
+                return found[0]
+            if len(found) > 1:
+                res.notes.append(f"{ent.name} …{value} matches {len(found)} ids ({', '.join(found[:3])}): not merged")
+            res.partial_ids.append((ent.name, value))
+            return value
+        for partial in self.store.partial_ids_of(rec.session_id, ent.name, value):
+            res.merges.append((ent.name, partial, value, f"id_suffix_digits={n}"))
+            res.notes.append(f"merges {ent.name} …{partial} into {value} (id_suffix_digits={n})")
+        return value
+
+    def _by_values(self, res: Resolution, rec: MemoryRecord, ent: EntityType, attrs: dict[str, Any]) -> str | None:
+        keys = ent.resolution.match_on
+        values = {k: str(attrs[k]) for k in keys if attrs.get(k) is not None}
+        if len(values) != len(keys):
+            return None  # nothing to match on: the record stays without an entity
+        found = self.store.entity_with_values(rec.session_id, ent.name, values)
+        shown = ", ".join(f"{k}={v}" for k, v in values.items())
+        if found is not None:
+            res.notes.append(f"resolved {ent.name} by {shown} → {found}")
+            return found
+        minted = f"auto-{rec.memory_id[:8]}"
+        res.notes.append(f"new {ent.name} {minted} (system key; {shown})")
+        return minted
+
+    def _correction(self, res: Resolution, rec: MemoryRecord, ent: EntityType, entity_id: str) -> None:
+        for wrong in negated_values(rec.source_text) - {entity_id}:
+            earlier = self.store.records_where(
+                "m.session_id = ? AND m.entity_type = ? AND m.entity_id = ? AND m.memory_id <> ?",
+                [rec.session_id, ent.name, wrong, rec.memory_id],
+                limit=1,
+            )
+            if earlier:
+                res.correction = (earlier[0].memory_id, ent.name, wrong, entity_id)
+                res.notes.append(f"corrects memory {earlier[0].memory_id[:8]}: {ent.name} {wrong} → {entity_id}")
+                return
+
+    def _rebuilt(
+        self, rec: MemoryRecord, ent: EntityType, entity_id: str | None, attrs: dict[str, Any]
+    ) -> MemoryRecord:
+        if entity_id == rec.entity_id and attrs == rec.attributes:
+            return rec
+        rels = [
+            Relationship(
+                type=r["type"],
+                source_type=r["from_type"],
+                source_id=r["from_id"],
+                target_type=r["to_type"],
+                target_id=r["to_id"],
+            )
+            for r in derive_relationships(self.schema, ent, entity_id, attrs)
+        ]
+        mentions = []
+        for a in ent.value_attributes:
+            target = self.schema.entity_for_id_attribute(a.name) if a.kind == "ref" else None
+            if target is not None and attrs.get(a.name) is not None:
+                mentions.append(EntityRef(type=target.name, id=str(attrs[a.name])))
+        return rec.model_copy(
+            update={"entity_id": entity_id, "attributes": attrs, "relationships": rels, "mentions": mentions}
+        )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -23,10 +23,12 @@ from .engine import Engine, LlamaCppEngine, resolve_model_path
 from .errors import InputError, QueryError, SchemaError
 from .extract import ExtractMode, Extractor, derive_relationships
 from .grammar import CompiledGrammar, GrammarCache
+from .lifecycle import LifecycleMixin
 from .memory import EntityRef, MemoryRecord, RecallQuery, RecallResult, Relationship, SemanticHit, draft_model
 from .question import QuestionParser
 from .recall import run_query, summarise
 from .resolve import Resolver
+from .route import SchemaChoice, choose_schema
 from .schema import MemorySchema, load_schema, parse_schema
 from .spans import find_candidates
 from .store import MemoryStore
@@ -36,6 +38,7 @@ __all__ = ["Appliance", "resolve_schema", "MAX_TEXT_CHARS"]
 MAX_TEXT_CHARS = 20_000
 SEMANTIC_MIN_SCORE = 0.35  # cosine; below this a "related" memory is noise (all-MiniLM-L6-v2)
 _EMBEDDER: Embedder | None = None
+SchemaSpec = str | Path | MemorySchema | dict[str, Any]
 
 
 def _shared_embedder() -> Embedder:
@@ -84,12 +87,14 @@ def clean_text(text: Any, what: str = "text") -> str:
     return text
 
 
-class Appliance:
-    """Offline memory for agents: ``record`` what you are told, ``recall`` what you need."""
+class Appliance(LifecycleMixin):
+    """Offline memory for agents: ``record`` what you are told, ``recall`` what you need.
+
+    Lifecycle operations (compact, forget, end_session, migrate) come from ``lifecycle``."""
 
     def __init__(
         self,
-        schema: str | Path | MemorySchema | dict[str, Any] = "customer_service",
+        schema: SchemaSpec | Sequence[SchemaSpec] = "customer_service",
         db: str | Path | None = None,
         model: str | Engine | None = None,
         settings: Settings | None = None,
@@ -100,15 +105,24 @@ class Appliance:
         if embedder == "auto":
             embedder = _shared_embedder() if self.settings.semantic and embedder_available() else None
         self.embedder: Embedder | None = embedder if not isinstance(embedder, str) else None
-        self.schema = resolve_schema(schema, self.settings.schema_dir)
+        specs: list[SchemaSpec] = list(schema) if isinstance(schema, (list, tuple)) else [schema]  # type: ignore[list-item]
+        if not specs:
+            raise SchemaError("at least one schema is needed")
+        loaded = [resolve_schema(x, self.settings.schema_dir) for x in specs]
         self.grammars = GrammarCache(self.settings.grammar_dir)
+        # domain → schema; the first is the default (editing, panel, single-schema callers)
+        self.schemas: dict[str, MemorySchema] = {}
+        for sch in loaded:
+            self.grammars.compile(sch)
+            self.schemas[sch.domain] = sch
+        self.schema = loaded[0]
         self.compiled: CompiledGrammar = self.grammars.compile(self.schema)
         self.store = MemoryStore(db if db is not None else self.settings.db_path)
         self.mode = mode
         self._model_spec = model if model is not None else self.settings.model
         self._engine: Engine | None = model if (model is not None and not isinstance(model, str)) else None
-        self._extractor: Extractor | None = None
-        self._parser: QuestionParser | None = None
+        self._extractors: dict[str, Extractor] = {}
+        self._parsers: dict[str, QuestionParser] = {}
         self._lock = threading.Lock()
 
     # --- model ------------------------------------------------------------------------
@@ -122,30 +136,61 @@ class Appliance:
 
     @property
     def extractor(self) -> Extractor:
-        if self._extractor is None or self._extractor.schema != self.schema:
-            self._extractor = Extractor(
-                self.schema,
+        return self.extractor_for(self.schema)
+
+    def extractor_for(self, schema: MemorySchema) -> Extractor:
+        if schema.schema_id not in self._extractors:
+            self._extractors[schema.schema_id] = Extractor(
+                schema,
                 self.engine,
                 self.grammars,
                 self.mode,
                 backend=self.settings.grammar_backend,
                 embedder=self.embedder,
             )
-        return self._extractor
+        return self._extractors[schema.schema_id]
 
     @property
     def parser(self) -> QuestionParser:
-        if self._parser is None or self._parser.schema != self.schema:
-            self._parser = QuestionParser(self.schema, self.engine, self.grammars)
-        return self._parser
+        return self.parser_for(self.schema)
+
+    def parser_for(self, schema: MemorySchema) -> QuestionParser:
+        if schema.schema_id not in self._parsers:
+            self._parsers[schema.schema_id] = QuestionParser(schema, self.engine, self.grammars)
+        return self._parsers[schema.schema_id]
+
+    def schema_for(self, text: str, named: str | None = None) -> tuple[MemorySchema, SchemaChoice | None]:
+        """The schema a caller named, else the loaded one that fits ``text`` (model + lexical choice)."""
+        if named is not None:
+            if named not in self.schemas:
+                raise SchemaError(f"schema {named!r} is not loaded", hint=f"loaded: {', '.join(self.schemas)}")
+            return self.schemas[named], None
+        if len(self.schemas) == 1:
+            return self.schema, None
+        with self._lock:
+            choice = choose_schema(list(self.schemas.values()), self.engine, text)
+        return self.schemas[choice.domain], choice
+
+    def schema_by_id(self, schema_id: str) -> MemorySchema:
+        """The loaded schema a record was written under (else the default)."""
+        return next((x for x in self.schemas.values() if x.schema_id == schema_id), self.schema)
 
     # --- schema -----------------------------------------------------------------------
     def set_schema(self, schema: str | Path | MemorySchema | dict[str, Any], force: bool = False) -> CompiledGrammar:
         """Validate, compile and switch to another schema (stored records are kept)."""
         new = resolve_schema(schema, self.settings.schema_dir)
         compiled = self.grammars.compile(new, force=force)
+        old = self.schema
         self.schema, self.compiled = new, compiled
+        self.schemas = {new.domain: new, **{d: x for d, x in self.schemas.items() if d not in (new.domain, old.domain)}}
         return compiled
+
+    def add_schema(self, schema: SchemaSpec) -> MemorySchema:
+        """Load another schema alongside the others (utterances are routed among them)."""
+        new = resolve_schema(schema, self.settings.schema_dir)
+        self.grammars.compile(new)
+        self.schemas[new.domain] = new
+        return new
 
     # --- record -----------------------------------------------------------------------
     def record(
@@ -154,27 +199,31 @@ class Appliance:
         session_id: str = "default",
         now: datetime | None = None,
         on_progress: Callable[[str], None] | None = None,
+        schema: str | None = None,
     ) -> MemoryRecord:
         """Extract a memory from ``text`` and store it; nothing is dropped.
 
-        ``on_progress`` receives the record JSON as it is written (for streaming UIs)."""
+        ``on_progress`` receives the record JSON as it is written (for streaming UIs);
+        ``schema`` names the loaded schema to use (default: chosen per utterance)."""
         text = clean_text(text)
         session_id = clean_session(session_id)
         now = now or datetime.now(UTC)
+        sch, routed = self.schema_for(text, schema)
         base = dict(
             memory_id=uuid.uuid4().hex,
             session_id=session_id,
             timestamp=now,
-            schema_id=self.schema.schema_id,
+            schema_id=sch.schema_id,
             source_text=text,
         )
         with self._lock:
+            extractor = self.extractor_for(sch)
             try:
-                self.extractor.on_progress = on_progress
+                extractor.on_progress = on_progress
                 try:
-                    result = self.extractor.extract(text, now)
+                    result = extractor.extract(text, now)
                 finally:
-                    self.extractor.on_progress = None
+                    extractor.on_progress = None
             except InputError as exc:  # e.g. context overflow: keep the text, flag it
                 rec = MemoryRecord(**base, status="unparsed", confidence=0.0, note=exc.message)
                 return self.store.add_record(rec)
@@ -188,10 +237,10 @@ class Appliance:
             )
             return self.store.add_record(rec)
         d = result.draft
-        ent = self.schema.entity(d.entity.type)
+        ent = sch.entity(d.entity.type)
         mentions = []
         for a in ent.value_attributes:
-            target = self.schema.entity_for_id_attribute(a.name) if a.kind == "ref" else None
+            target = sch.entity_for_id_attribute(a.name) if a.kind == "ref" else None
             value = d.entity.attributes.get(a.name)
             if target is not None and value is not None:
                 mentions.append(EntityRef(type=target.name, id=str(value)))
@@ -208,7 +257,9 @@ class Appliance:
             state=d.entity.state,
             attributes=dict(d.entity.attributes),
             raw_output=result.raw_output,
-            note=result.note,
+            note=(
+                result.note + (f" | schema {routed.domain} chosen (p={routed.probability:.2f})" if routed else "")
+            ).strip(" |"),
             relationships=[
                 Relationship(
                     type=r.type, source_type=r.from_type, source_id=r.from_id, target_type=r.to_type, target_id=r.to_id
@@ -227,7 +278,7 @@ class Appliance:
         One lock around read-resolve-write, so two records cannot both mint or merge the
         same entity."""
         with self._lock:
-            res = Resolver(self.schema, self.store).resolve(rec)
+            res = Resolver(self.schema_by_id(rec.schema_id), self.store).resolve(rec)
             stored = self.store.add_record(res.record)
             for etype, eid in res.partial_ids:
                 self.store.mark_partial_id(stored.session_id, etype, eid)
@@ -261,19 +312,20 @@ class Appliance:
         return done
 
     # --- recall -----------------------------------------------------------------------
-    def recall(self, question: Any, session_id: str = "default") -> RecallResult:
+    def recall(self, question: Any, session_id: str = "default", schema: str | None = None) -> RecallResult:
         """Answer a question from memory: parse → SQL → hits → context."""
         question = clean_text(question, "question")
         session_id = clean_session(session_id)
+        sch, _ = self.schema_for(question, schema)
         with self._lock:
-            parsed = self.parser.parse(question, datetime.now(UTC))
+            parsed = self.parser_for(sch).parse(question, datetime.now(UTC))
         query = parsed.query or RecallQuery()
-        result = self.query(query, session_id, question=question)
+        result = self.query(query, session_id, question=question, schema=sch.domain)
         result.raw_output = parsed.raw_output
         partial = ""
         if not result.hits and query.chain:
             # Nothing at the end of the path: show what the conditions matched at its start.
-            start = self.query(query.model_copy(update={"hop": None, "hops": []}), session_id)
+            start = self.query(query.model_copy(update={"hop": None, "hops": []}), session_id, schema=sch.domain)
             for h in start.hits:
                 h.path = "structured (path start)"
             result.hits = start.hits
@@ -306,15 +358,20 @@ class Appliance:
         return result
 
     def query(
-        self, query: RecallQuery | dict[str, Any], session_id: str = "default", question: str = ""
+        self,
+        query: RecallQuery | dict[str, Any],
+        session_id: str = "default",
+        question: str = "",
+        schema: str | None = None,
     ) -> RecallResult:
         """Run a structured query directly (agents that skip the model)."""
+        sch = self.schema_for("", schema)[0] if schema is not None else self.schema
         try:
             q = query if isinstance(query, RecallQuery) else RecallQuery.model_validate(query)
         except ValidationError as exc:
             err = exc.errors()[0]
             raise QueryError(f"invalid query at {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
-        sql, params, hits = run_query(self.store, self.schema, q, clean_session(session_id))
+        sql, params, hits = run_query(self.store, sch, q, clean_session(session_id))
         return RecallResult(question=question, query=q, sql=sql, params=params, hits=hits, context=summarise(hits))
 
     # --- editing ----------------------------------------------------------------------
@@ -323,6 +380,7 @@ class Appliance:
         rec = self.store.get_record(memory_id)
         if rec is None:
             raise QueryError(f"no memory with id {memory_id!r}")
+        sch = self.schema_by_id(rec.schema_id)
         merged: dict[str, Any] = {
             "event_type": rec.event_type,
             "entity_type": rec.entity_type,
@@ -346,7 +404,7 @@ class Appliance:
         merged.update({k: v for k, v in changes.items() if k not in ("status", "attributes")})
         merged["attributes"] = {**merged["attributes"], **changes.get("attributes", {})}
         try:
-            ent = self.schema.entity(str(merged["entity_type"]))
+            ent = sch.entity(str(merged["entity_type"]))
         except KeyError:
             raise QueryError(f"unknown entity type {merged['entity_type']!r}") from None
         attrs = {a.name: merged["attributes"].get(a.name) for a in ent.value_attributes}
@@ -356,10 +414,10 @@ class Appliance:
         draft = {
             "event_type": merged["event_type"],
             "entity": {"type": ent.name, "id": merged["entity_id"], "state": merged["state"], "attributes": attrs},
-            "relationships": derive_relationships(self.schema, ent, merged["entity_id"], attrs),
+            "relationships": derive_relationships(sch, ent, merged["entity_id"], attrs),
         }
         try:
-            draft_model(self.schema).model_validate(draft)
+            draft_model(sch).model_validate(draft)
         except ValidationError as exc:
             # Union errors list every entity branch: report the branch of this entity type.
             errs = [e for e in exc.errors() if f"{ent.name}Entity" in map(str, e["loc"])] or exc.errors()

@@ -19,6 +19,7 @@ per character); length is bounded by ``max_tokens`` and by validation instead.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pickle
@@ -264,13 +265,28 @@ class GrammarCache:
 
     def index(self, compiled: CompiledGrammar, kind: GrammarKind, vocabulary: Any, tokenizer_id: str) -> Any:
         """The outlines_core Index of ``kind`` for one tokenizer: memory, then disk, then build."""
+        start = time.perf_counter()
+        index = self._index(
+            (compiled.schema_id, kind, tokenizer_id),
+            compiled.regex(kind),
+            compiled.directory / f"{kind}.{tokenizer_id}.index",
+            vocabulary,
+            kind,
+        )
+        compiled.index_seconds.setdefault(kind, time.perf_counter() - start)
+        return index
+
+    def regex_index(self, name: str, regex: str, vocabulary: Any, tokenizer_id: str) -> Any:
+        """The Index of a schema-independent regex (e.g. the summary grammar), cached the same way."""
+        digest = hashlib.sha256(f"{OUTLINES_CORE_VERSION}\n{regex}".encode()).hexdigest()[:12]
+        path = self.root / "shared" / f"{name}.{digest}.{tokenizer_id}.index"
+        return self._index((digest, name, tokenizer_id), regex, path, vocabulary, name)
+
+    def _index(self, key: tuple[str, str, str], regex: str, path: Path, vocabulary: Any, what: str) -> Any:
         from outlines_core import Index
 
-        key = (compiled.schema_id, kind, tokenizer_id)
         if key in self._memo:
             return self._memo[key]
-        path = compiled.directory / f"{kind}.{tokenizer_id}.index"
-        start = time.perf_counter()
         index = None
         if path.exists():
             try:
@@ -279,11 +295,10 @@ class GrammarCache:
                 index = None
         if index is None:
             try:
-                index = Index(compiled.regex(kind), vocabulary)
+                index = Index(regex, vocabulary)
             except Exception as exc:
-                raise GrammarError(f"cannot build the {kind} token index: {exc}") from None
+                raise GrammarError(f"cannot build the {what} token index: {exc}") from None
             _atomic_write(path, pickle.dumps(index))
-        compiled.index_seconds[kind] = time.perf_counter() - start
         self._memo[key] = index
         return index
 

@@ -98,6 +98,7 @@ class Retention(BaseModel):
     max_age_days: float | None = Field(default=None, gt=0)
     min_importance: float | None = Field(default=None, ge=0, le=1)  # forget records scoring below
     forget_on_session_end: bool = False
+    forget_after_compaction: bool = False  # once a summary covers a record, the record may go
     compact_after: int | None = Field(default=None, ge=2, le=1000)  # summarise once an entity has this many
 
 

@@ -20,17 +20,14 @@ from typing import Any
 import duckdb
 
 from .errors import StoreError
+from .forgetting import RecordFacts
 from .memory import MemoryRecord
 
-__all__ = ["LifecycleOps", "RecordFacts"]
+__all__ = ["LifecycleOps"]
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-# (memory_id, session_id, ts, status, confidence, event_type, entity_type, entity_id, is_summary, session_ended)
-RecordFacts = tuple[str, str, datetime, str, float, str | None, str | None, str | None, bool, bool]
 
 
 class LifecycleOps:
@@ -108,7 +105,8 @@ class LifecycleOps:
         sql = (
             "SELECT m.memory_id, m.session_id, m.ts, m.status, m.confidence, m.event_type, m.entity_type, "
             "m.entity_id, m.event_type IS NOT DISTINCT FROM 'summary', "
-            "EXISTS (SELECT 1 FROM ended_sessions s WHERE s.session_id = m.session_id) "
+            "EXISTS (SELECT 1 FROM ended_sessions s WHERE s.session_id = m.session_id), "
+            "EXISTS (SELECT 1 FROM memory_links k WHERE k.memory_id = m.memory_id) "
             f"FROM memories m {where}ORDER BY m.ts"
         )
         with self._lock:
@@ -216,18 +214,19 @@ class LifecycleOps:
             m["spec"] = json.loads(m["spec"])
         return out
 
-    def memories_by_schema(
-        self, exclude_schema_id: str
+    def memories_not_under(
+        self, schema_ids: Sequence[str]
     ) -> list[tuple[str, str, str | None, str | None, str | None, str]]:
         """(memory_id, schema_id, event_type, entity_type, state, attributes JSON) of records
-        written under any schema other than ``exclude_schema_id``."""
+        written under none of ``schema_ids``."""
+        marks = ", ".join("?" for _ in schema_ids) or "NULL"
         with self._lock:
             return [
                 tuple(r)  # type: ignore[misc]
                 for r in self._con.execute(
                     "SELECT memory_id, schema_id, event_type, entity_type, state, attributes FROM memories "
-                    "WHERE schema_id <> ? ORDER BY ts",
-                    [exclude_schema_id],
+                    f"WHERE schema_id NOT IN ({marks}) ORDER BY ts",
+                    list(schema_ids),
                 ).fetchall()
             ]
 

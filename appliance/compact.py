@@ -32,7 +32,7 @@ __all__ = ["Compactor", "SummaryDraft", "SUMMARY_REGEX", "SUMMARY_EVENT", "facts
 
 SUMMARY_EVENT = "summary"  # reserved event type of summary records
 # No length bound in the regex (it would grow the Index per character): max_tokens bounds it.
-SUMMARY_REGEX = r'\{"summary":"([^"\\\x00-\x1f]|\\["\\/nt]){8,}"\}'
+SUMMARY_REGEX = r'\{"summary":"[^"\\\x00-\x1f.;!?。；！？]{8,}[.!?。！？]"\}'  # one sentence: no stop inside
 SUMMARY_MAX_TOKENS = 80
 MAX_SOURCES_IN_PROMPT = 12
 _FIGURE = re.compile(r"\d[\d.,:-]*\d|\d")
@@ -105,11 +105,13 @@ class Compactor:
         if e is None:
             return "", "", "no model: facts only"
         shown = list(originals)[-MAX_SOURCES_IN_PROMPT:]
-        lines = "\n".join(f"- {m.timestamp:%Y-%m-%d} {m.event_type}: {m.source_text[:200]}" for m in shown)
+        lines = "\n".join(f"- {m.source_text[:200]}" for m in shown)
         fmt = e.chat_format()
         prompt = fmt.wrap(
-            "You summarise customer memories in one short factual sentence. Use only facts from the notes.",
-            f'Notes about {etype} {eid}:\n{lines}\n\nWrite one sentence summarising them as JSON {{"summary": "..."}}.',
+            "You summarise notes in one short factual sentence. Use only facts from the notes.",
+            "Notes about Order 12:\n- where is order 12?\n- order 12 has still not arrived\n"
+            'Summary: {"summary":"The customer asked twice where order 12 is; it has not arrived."}\n\n'
+            f"Notes about {etype} {eid}:\n{lines}\nSummary: ",
         )
         index = self.grammars.regex_index("summary", SUMMARY_REGEX, e.vocabulary(), getattr(e, "tokenizer_id", "x"))
         e.start(e.bos() + e.tokenize(prompt))

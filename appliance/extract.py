@@ -351,9 +351,8 @@ class Extractor:
     @staticmethod
     def _pick_candidate(pool: list[Candidate], pick: Any, name: str, allow_null: bool) -> Any:
         options = [_j(c.value) for c in pool] + (["null"] if allow_null or not pool else [])
-        if len(options) == 1:
-            pick(name, options)
-            return None
+        if len(options) == 1:  # forced, but its value still counts (relationships derive from it)
+            return json.loads(pick(name, options))
         return json.loads(pick(name, options, True))
 
     def _text_span(self, text: str, out: list[str], conf: dict[str, float], name: str) -> str | None:

@@ -93,8 +93,9 @@ def test_summary_grammar_and_grounding_check() -> None:
     import re
 
     assert re.fullmatch(SUMMARY_REGEX, '{"summary":"Order 4567 was asked about six times."}')
-    assert re.fullmatch(SUMMARY_REGEX, '{"summary":"订单4567多次催发货"}')
+    assert re.fullmatch(SUMMARY_REGEX, '{"summary":"订单4567多次催发货。"}')
     assert not re.fullmatch(SUMMARY_REGEX, '{"summary":"x"}')
+    assert not re.fullmatch(SUMMARY_REGEX, '{"summary":"One sentence. Then another."}')  # one sentence only
     assert not re.fullmatch(SUMMARY_REGEX, '{"summary":"unterminated')
     recs = [
         MemoryRecord(

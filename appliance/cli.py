@@ -53,37 +53,45 @@ def _out(data: Any, as_json: bool, text: str) -> None:
 
 
 @click.group()
-@click.option("--schema", default="customer_service", show_default=True, help="Shipped schema name or a schema file.")
+@click.option(
+    "--schema",
+    multiple=True,
+    default=("customer_service",),
+    show_default=True,
+    help="Shipped schema name or a schema file; repeat to load several (each utterance is routed to one).",
+)
 @click.option("--db", type=click.Path(dir_okay=False), default=None, help="DuckDB file (default: $APPLIANCE_DB).")
 @click.option("--model", default=None, help="smollm2, gemma3-270m, or a .gguf path (default: $APPLIANCE_MODEL).")
 @click.pass_context
-def main(ctx: click.Context, schema: str, db: str | None, model: str | None) -> None:
+def main(ctx: click.Context, schema: tuple[str, ...], db: str | None, model: str | None) -> None:
     """Offline memory appliance: schema-constrained memory for LLM agents."""
     ctx.ensure_object(dict)
-    ctx.obj.update(schema=schema, db=db, model=model)
+    ctx.obj.update(schema=list(schema), db=db, model=model)
 
 
 @main.command()
 @click.argument("text")
 @click.option("--session", default="default", show_default=True, help="Session the memory belongs to.")
+@click.option("--use", "use", default=None, help="Domain of the loaded schema to use (default: chosen per utterance).")
 @click.option("--json", "as_json", is_flag=True, help="Print the stored record as JSON.")
 @click.pass_context
 @_friendly
-def record(ctx: click.Context, text: str, session: str, as_json: bool) -> None:
+def record(ctx: click.Context, text: str, session: str, use: str | None, as_json: bool) -> None:
     """Extract a memory record from TEXT and store it."""
-    rec = _app(ctx).record(text, session_id=session)
+    rec = _app(ctx).record(text, session_id=session, schema=use)
     _out(rec.model_dump(mode="json"), as_json, f"{rec.status} {rec.memory_id[:8]} {rec.summary()}")
 
 
 @main.command()
 @click.argument("question")
 @click.option("--session", default="default", show_default=True, help="Session to read from.")
+@click.option("--use", "use", default=None, help="Domain of the loaded schema to ask (default: chosen per question).")
 @click.option("--json", "as_json", is_flag=True, help="Print query, SQL and hits as JSON.")
 @click.pass_context
 @_friendly
-def recall(ctx: click.Context, question: str, session: str, as_json: bool) -> None:
+def recall(ctx: click.Context, question: str, session: str, use: str | None, as_json: bool) -> None:
     """Answer QUESTION from stored memories."""
-    res = _app(ctx).recall(question, session_id=session)
+    res = _app(ctx).recall(question, session_id=session, schema=use)
     _out(
         res.model_dump(mode="json"),
         as_json,
@@ -303,3 +311,8 @@ def crash_check(kills: int, seed: int) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+from .cli_lifecycle import register  # noqa: E402 - commands that need main/schema/db defined above
+
+register(main, schema, db, _app, _out, _friendly)

@@ -26,11 +26,25 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 class RecordIn(BaseModel):
     text: str = Field(max_length=20_000)
     session_id: str = "default"
+    schema_name: str | None = Field(default=None, description="loaded schema domain; default: chosen per text")
 
 
 class RecallIn(BaseModel):
     question: str = Field(max_length=20_000)
     session_id: str = "default"
+    schema_name: str | None = None
+
+
+class CompactIn(BaseModel):
+    entity_type: str | None = None
+    min_records: int | None = Field(default=None, ge=2)
+    session_id: str | None = None
+    dry_run: bool = False
+
+
+class ForgetIn(BaseModel):
+    apply: bool = False  # default is a dry run
+    session_id: str | None = None
 
 
 class QueryIn(BaseModel):
@@ -62,11 +76,11 @@ def build_http(app: Appliance, token: str | None = None) -> FastAPI:
 
     @api.post("/record", dependencies=deps)
     def record(body: RecordIn) -> MemoryRecord:
-        return app.record(body.text, session_id=body.session_id)
+        return app.record(body.text, session_id=body.session_id, schema=body.schema_name)
 
     @api.post("/recall", dependencies=deps)
     def recall(body: RecallIn) -> RecallResult:
-        return app.recall(body.question, session_id=body.session_id)
+        return app.recall(body.question, session_id=body.session_id, schema=body.schema_name)
 
     @api.post("/query", dependencies=deps)
     def query(body: QueryIn) -> RecallResult:
@@ -89,7 +103,27 @@ def build_http(app: Appliance, token: str | None = None) -> FastAPI:
 
     @api.get("/schema", dependencies=deps)
     def schema() -> dict[str, Any]:
-        return {"schema_id": app.schema.schema_id, "schema": app.schema.to_json_dict()}
+        return {
+            "schema_id": app.schema.schema_id,
+            "schema": app.schema.to_json_dict(),
+            "loaded": {d: x.schema_id for d, x in app.schemas.items()},
+        }
+
+    @api.get("/merges", dependencies=deps)
+    def merges(session_id: str | None = None) -> list[dict[str, Any]]:
+        return app.store.list_merges(session_id)
+
+    @api.post("/compact", dependencies=deps)
+    def compact(body: CompactIn) -> list[dict[str, Any]]:
+        return app.compact(body.entity_type, body.min_records, body.session_id, dry_run=body.dry_run)
+
+    @api.post("/forget", dependencies=deps)
+    def forget(body: ForgetIn) -> list[dict[str, Any]]:
+        return [d.__dict__ for d in app.forget(dry_run=not body.apply, session_id=body.session_id)]
+
+    @api.post("/sessions/{session_id}/end", dependencies=deps)
+    def end_session(session_id: str, dry_run: bool = False) -> list[dict[str, Any]]:
+        return [d.__dict__ for d in app.end_session(session_id, dry_run=dry_run)]
 
     @api.post("/schema/validate", dependencies=deps)
     def validate(raw: dict[str, Any]) -> dict[str, Any]:

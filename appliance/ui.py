@@ -18,6 +18,7 @@ from typing import Any
 from .api import Appliance
 from .errors import ApplianceError
 from .schema import parse_schema, schema_problems
+from .ui_lifecycle import lifecycle_tab
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
@@ -380,6 +381,7 @@ def build_ui(app: Appliance) -> Any:
             editor.change(validate_schema_text, editor, verdict)
             compile_btn.click(lambda t: apply_schema(app, t), editor, verdict)
             pick.change(lambda n: (app.settings.schema_dir / f"{n}.json").read_text() if n else "", pick, editor)
+        lifecycle_tab(app)
     return ui
 
 

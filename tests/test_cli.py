@@ -82,3 +82,67 @@ def test_corrupt_model_file_is_refused(tmp_path, monkeypatch) -> None:  # type: 
 def test_serve_refuses_public_bind_without_auth() -> None:
     res = CliRunner().invoke(main, ["serve", "--host", "0.0.0.0"])
     assert res.exit_code == 1 and "--auth" in res.output
+
+
+def test_lifecycle_commands_without_model(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Seed through the API (no model), then compact / forget / migrate / revert from the CLI."""
+    import uuid
+    from datetime import UTC, datetime, timedelta
+
+    from appliance.api import Appliance
+    from appliance.memory import MemoryRecord
+
+    monkeypatch.setenv("APPLIANCE_GRAMMARS", str(tmp_path / "g"))
+    monkeypatch.setenv("APPLIANCE_SEMANTIC", "off")
+    db = str(tmp_path / "m.duckdb")
+    with Appliance(db=db, model="none-needed", embedder=None) as app:
+        for i in range(3):
+            app._store_resolved(
+                MemoryRecord(
+                    memory_id=uuid.uuid4().hex,
+                    session_id="s",
+                    timestamp=datetime.now(UTC) - timedelta(days=400 * i),
+                    schema_id=app.schema.schema_id,
+                    status="ok",
+                    confidence=0.9,
+                    source_text=f"where is order 4567? ({i})",
+                    event_type="user_inquiry",
+                    entity_type="Order",
+                    entity_id="4567",
+                )
+            )
+    run = lambda *a: CliRunner().invoke(main, ["--db", db, *a])  # noqa: E731
+    dry = run("compact", "--entity-type", "Order", "--min-records", "3", "--dry-run")
+    assert dry.exit_code == 0 and "would summarise Order 4567 (3 memories)" in dry.output, dry.output
+    done = run("compact", "--entity-type", "Order", "--min-records", "3", "--no-model", "--json")
+    assert done.exit_code == 0 and json.loads(done.output)[0]["summary"].startswith("Order 4567")
+    preview = run("forget")
+    assert preview.exit_code == 0 and preview.output.count("would forget") == 2 and "max_age_days=365" in preview.output
+    assert "would forget" in run("forget").output  # still there: the preview deleted nothing
+    applied = run("forget", "--apply", "--json")
+    assert applied.exit_code == 0 and len(json.loads(applied.output)) == 2
+    assert run("forget").output.strip() == "no policy selects any record"
+    assert run("db", "merges").output.strip() == "no merges"
+    raw = json.loads((SCHEMAS / "customer_service.json").read_text())
+    raw["schema_version"] = "2.0"
+    for ev in raw["event_types"]:
+        if ev["name"] == "user_inquiry":
+            ev["name"] = "question_asked"
+    for ex in raw["examples"]:
+        if ex["record"]["event_type"] == "user_inquiry":
+            ex["record"]["event_type"] = "question_asked"
+    new = tmp_path / "cs2.json"
+    new.write_text(json.dumps(raw))
+    refused = run("schema", "migrate", str(new), "--dry-run")
+    assert refused.exit_code == 0 and "refused because" in refused.output
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"rename_event_types": {"user_inquiry": "question_asked"}}))
+    migrated = run("schema", "migrate", str(new), "--spec", str(spec), "--json")
+    assert migrated.exit_code == 0, migrated.output
+    mid = json.loads(migrated.output)["migration_id"]
+    assert mid in run("schema", "migrations").output
+    reverted = run("schema", "revert", mid)
+    assert reverted.exit_code == 0 and "back at 1.1" in reverted.output
+    assert "(reverted)" in run("schema", "migrations").output
+    again = run("schema", "revert", mid)
+    assert again.exit_code == 1 and "already reverted" in again.output

@@ -47,3 +47,18 @@ def test_token_required_when_set(app: Appliance) -> None:
 def test_public_bind_needs_a_token(app: Appliance) -> None:
     with pytest.raises(UserError):
         serve_http(app, host="0.0.0.0", port=1)
+
+
+def test_lifecycle_endpoints(app: Appliance) -> None:
+    c = TestClient(build_http(app))
+    for _ in range(3):
+        assert c.post("/record", json={"text": "order 4567 is late", "session_id": "a"}).status_code == 200
+    assert c.post("/compact", json={"min_records": 3, "dry_run": True}).json()[0]["records"] == 3
+    assert c.post("/forget", json={}).json() == []  # nothing old enough; a dry run anyway
+    assert c.get("/merges").json() == []
+    assert c.post("/sessions/a/end", params={"dry_run": True}).status_code == 200
+    bad = c.post("/record", json={"text": "order 1", "schema_name": "nope"})
+    assert bad.status_code == 400 and "not loaded" in bad.json()["error"]
+    spec = c.get("/openapi.json").json()
+    assert {"/compact", "/forget", "/merges", "/sessions/{session_id}/end"} <= set(spec["paths"])
+    assert c.get("/schema").json()["loaded"] == {"customer_service": app.schema.schema_id}

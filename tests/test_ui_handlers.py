@@ -82,3 +82,18 @@ def test_graph_diff_and_suggestions(settings) -> None:  # type: ignore[no-untype
     edited["event_types"].append({"name": "refund_requested"})
     assert "refund_requested" in schema_diff(app, json.dumps(edited))
     assert "No changes" in schema_diff(app, json.dumps(app.schema.to_json_dict()))
+
+
+def test_lifecycle_tab_handlers(settings) -> None:  # type: ignore[no-untyped-def]
+    from appliance.api import Appliance
+    from appliance.testing import FakeEngine
+    from appliance.ui_lifecycle import compact_preview, compact_run, forget_table, merges_table, migrations_table
+
+    app = Appliance(db=settings.home / "lc.duckdb", model=FakeEngine(preferences={"Order": 5.0}), settings=settings)
+    for _ in range(3):
+        app.record("order 4567 is late", "s")
+    assert merges_table(app) == [] and migrations_table(app) == [] and forget_table(app) == []
+    assert compact_preview(app, 3) == [["s", "Order", "4567", 3]]
+    assert "Order 4567" in compact_run(app, 3)
+    assert compact_preview(app, 3) == []  # covered by the summary now
+    app.close()

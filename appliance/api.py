@@ -21,10 +21,10 @@ from .config import Settings
 from .embed import Embedder, MiniLMEmbedder, embedder_available
 from .engine import Engine, LlamaCppEngine, resolve_model_path
 from .errors import InputError, QueryError, SchemaError
-from .extract import ExtractMode, Extractor, derive_relationships
+from .extract import ExtractMode, Extractor, derive_relationships, derived_links, mentions_of, relationship_of
 from .grammar import CompiledGrammar, GrammarCache
 from .lifecycle import LifecycleMixin
-from .memory import EntityRef, MemoryRecord, RecallQuery, RecallResult, Relationship, SemanticHit, draft_model
+from .memory import MemoryRecord, RecallQuery, RecallResult, SemanticHit, draft_model
 from .question import QuestionParser
 from .recall import run_query, summarise
 from .resolve import Resolver
@@ -238,12 +238,6 @@ class Appliance(LifecycleMixin):
             return self.store.add_record(rec)
         d = result.draft
         ent = sch.entity(d.entity.type)
-        mentions = []
-        for a in ent.value_attributes:
-            target = sch.entity_for_id_attribute(a.name) if a.kind == "ref" else None
-            value = d.entity.attributes.get(a.name)
-            if target is not None and value is not None:
-                mentions.append(EntityRef(type=target.name, id=str(value)))
         status: Literal["ok", "needs_review"] = (
             "ok" if result.confidence >= self.settings.review_threshold else "needs_review"
         )
@@ -260,13 +254,8 @@ class Appliance(LifecycleMixin):
             note=(
                 result.note + (f" | schema {routed.domain} chosen (p={routed.probability:.2f})" if routed else "")
             ).strip(" |"),
-            relationships=[
-                Relationship(
-                    type=r.type, source_type=r.from_type, source_id=r.from_id, target_type=r.to_type, target_id=r.to_id
-                )
-                for r in d.relationships
-            ],
-            mentions=mentions,
+            relationships=[relationship_of(r.model_dump()) for r in d.relationships],
+            mentions=mentions_of(sch, ent, d.entity.attributes),
         )
         stored = self._store_resolved(rec)
         self._embed([stored])
@@ -465,17 +454,7 @@ class Appliance(LifecycleMixin):
                 continue
             if rec.entity_type in self.schema.entity_names and rec.status != "unparsed":
                 ent = self.schema.entity(rec.entity_type or "")
-                rels = derive_relationships(self.schema, ent, rec.entity_id, rec.attributes)
-                rec.relationships = [
-                    Relationship(
-                        type=r["type"],
-                        source_type=r["from_type"],
-                        source_id=r["from_id"],
-                        target_type=r["to_type"],
-                        target_id=r["to_id"],
-                    )
-                    for r in rels
-                ]
+                rec.relationships = derived_links(self.schema, ent, rec.entity_id, rec.attributes)
             parsed.append((i, rec))
         return self._import(parsed)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -32,12 +32,20 @@ from .decode import choose, constrained_greedy, llguidance_greedy
 from .engine import Engine
 from .errors import GrammarError
 from .grammar import CompiledGrammar, GrammarCache
-from .memory import RecordDraft, draft_model
+from .memory import EntityRef, RecordDraft, Relationship, draft_model
 from .prompt import PromptParts, record_prompt
 from .schema import EntityType, MemorySchema
 from .spans import Candidate, candidates_for, find_candidates, lexical_similarity, tag_codes, value_role
 
-__all__ = ["Extraction", "Extractor", "ExtractMode", "derive_relationships"]
+__all__ = [
+    "Extraction",
+    "Extractor",
+    "ExtractMode",
+    "derive_relationships",
+    "derived_links",
+    "mentions_of",
+    "relationship_of",
+]
 
 ExtractMode = Literal["grounded", "greedy"]
 MAX_TEXT_VALUE_TOKENS = 24
@@ -91,6 +99,34 @@ def derive_relationships(
             }
         )
     return rels[:3]
+
+
+def relationship_of(r: Mapping[str, str]) -> Relationship:
+    """A relationship in draft form (``from_type``/``to_id`` …) as stored."""
+    return Relationship(
+        type=r["type"],
+        source_type=r["from_type"],
+        source_id=r["from_id"],
+        target_type=r["to_type"],
+        target_id=r["to_id"],
+    )
+
+
+def derived_links(
+    schema: MemorySchema, entity: EntityType, entity_id: str | None, attributes: dict[str, Any]
+) -> list[Relationship]:
+    """``derive_relationships`` in stored form."""
+    return [relationship_of(r) for r in derive_relationships(schema, entity, entity_id, attributes)]
+
+
+def mentions_of(schema: MemorySchema, entity: EntityType, attributes: dict[str, Any]) -> list[EntityRef]:
+    """The entities a record names through its filled ref attributes (Order.user_id → User)."""
+    out = []
+    for a in entity.value_attributes:
+        target = schema.entity_for_id_attribute(a.name) if a.kind == "ref" else None
+        if target is not None and attributes.get(a.name) is not None:
+            out.append(EntityRef(type=target.name, id=str(attributes[a.name])))
+    return out
 
 
 _NEGATION = re.compile(r"(?:\bnot|n't|\bnever|\bno|没有?|未|不)\s*(?:yet\s*|been\s*|已经?|有)?$")

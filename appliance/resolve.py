@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from .extract import derive_relationships
-from .memory import EntityRef, MemoryRecord, Relationship
+from .extract import derived_links, mentions_of
+from .memory import MemoryRecord
 from .schema import EntityType, MemorySchema
 from .spans import negated_values
 
@@ -136,21 +136,11 @@ class Resolver:
     ) -> MemoryRecord:
         if entity_id == rec.entity_id and attrs == rec.attributes:
             return rec
-        rels = [
-            Relationship(
-                type=r["type"],
-                source_type=r["from_type"],
-                source_id=r["from_id"],
-                target_type=r["to_type"],
-                target_id=r["to_id"],
-            )
-            for r in derive_relationships(self.schema, ent, entity_id, attrs)
-        ]
-        mentions = []
-        for a in ent.value_attributes:
-            target = self.schema.entity_for_id_attribute(a.name) if a.kind == "ref" else None
-            if target is not None and attrs.get(a.name) is not None:
-                mentions.append(EntityRef(type=target.name, id=str(attrs[a.name])))
         return rec.model_copy(
-            update={"entity_id": entity_id, "attributes": attrs, "relationships": rels, "mentions": mentions}
+            update={
+                "entity_id": entity_id,
+                "attributes": attrs,
+                "relationships": derived_links(self.schema, ent, entity_id, attrs),
+                "mentions": mentions_of(self.schema, ent, attrs),
+            }
         )

@@ -25,12 +25,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .decode import constrained_greedy
 from .engine import Engine
 from .grammar import GrammarCache
-from .memory import Entity, MemoryRecord
+from .memory import SUMMARY_EVENT, Entity, MemoryRecord
 from .schema import MemorySchema
 
-__all__ = ["Compactor", "SummaryDraft", "SUMMARY_REGEX", "SUMMARY_EVENT", "facts_line", "grounded_sentence"]
+__all__ = ["Compactor", "SummaryDraft", "SUMMARY_REGEX", "facts_line", "grounded_sentence"]
 
-SUMMARY_EVENT = "summary"  # reserved event type of summary records
 # No length bound in the regex (it would grow the Index per character): max_tokens bounds it.
 SUMMARY_REGEX = r'\{"summary":"[^"\\\x00-\x1f.;!?。；！？]{8,}[.!?。！？]"\}'  # one sentence: no stop inside
 SUMMARY_MAX_TOKENS = 80

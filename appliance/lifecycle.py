@@ -75,11 +75,7 @@ class LifecycleMixin:
         return out
 
     def _compact_one(self, session: str, etype: str, eid: str, use_model: bool) -> dict[str, Any]:
-        ids = self.store.uncompacted_memories(session, etype, eid)
-        marks = ", ".join("?" for _ in ids)
-        originals = sorted(
-            self.store.records_where(f"m.memory_id IN ({marks})", ids, limit=len(ids)), key=lambda m: m.timestamp
-        )
+        originals = self.store.records_by_ids(self.store.uncompacted_memories(session, etype, eid), order="m.ts")
         entity = self.store.get_entity(session, etype, eid)
         with self._lock:
             compactor = Compactor(self.schema, self.engine if use_model else None, self.grammars)
@@ -89,11 +85,7 @@ class LifecycleMixin:
 
     def summary_sources(self, summary_id: str) -> list[MemoryRecord]:
         """The original memories a summary record covers."""
-        ids = self.store.summary_sources(summary_id)
-        if not ids:
-            return []
-        marks = ", ".join("?" for _ in ids)
-        return self.store.records_where(f"m.memory_id IN ({marks})", ids, limit=len(ids), order="m.ts")
+        return self.store.records_by_ids(self.store.summary_sources(summary_id), order="m.ts")
 
     # --- forgetting ---------------------------------------------------------------------
     def forget(

@@ -30,6 +30,7 @@ __all__ = [
     "MAX_RELATIONSHIPS",
     "MAX_FILTERS",
     "MAX_HOPS",
+    "SUMMARY_EVENT",
 ]
 
 RecordStatus = Literal["ok", "needs_review", "unparsed", "reviewed"]
@@ -39,6 +40,7 @@ MAX_RELATIONSHIPS = 3
 MAX_FILTERS = 3
 MAX_LIMIT = 100
 MAX_HOPS = 3
+SUMMARY_EVENT = "summary"  # reserved event type of the records compaction writes
 
 
 class RelationshipDraft(BaseModel):

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .compact import SUMMARY_EVENT
+from .memory import SUMMARY_EVENT
 from .schema import MemorySchema
 
 __all__ = ["MigrationSpec", "MigrationPlan", "plan"]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +26,8 @@ import duckdb
 
 from .errors import CorruptStoreError, StaleUpdateError, StoreError, StoreLockedError
 from .memory import Entity, MemoryRecord, Relationship
+from .store_base import now as _now
+from .store_base import session_clause
 from .store_lifecycle import LifecycleOps
 from .store_resolution import ResolutionOps
 
@@ -93,10 +94,6 @@ MIGRATIONS: dict[int, list[str]] = {
         "row_key JSON NOT NULL, before JSON NOT NULL)",
     ],
 }
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
 
 
 class MemoryStore(ResolutionOps, LifecycleOps):
@@ -363,6 +360,13 @@ class MemoryStore(ResolutionOps, LifecycleOps):
             rows = self._con.execute(sql, [*params, limit]).fetchall()
             return self._records_from_rows(rows)
 
+    def records_by_ids(self, ids: Sequence[str], order: str = "m.ts DESC") -> list[MemoryRecord]:
+        """The records with these ids (any missing are simply absent)."""
+        if not ids:
+            return []
+        marks = ", ".join("?" for _ in ids)
+        return self.records_where(f"m.memory_id IN ({marks})", list(ids), limit=len(ids), order=order)
+
     def _records_from_rows(self, rows: Sequence[Sequence[Any]]) -> list[MemoryRecord]:
         """Build records with their relationships fetched in one query, not one per row."""
         rels: dict[str, list[Relationship]] = {}
@@ -421,21 +425,15 @@ class MemoryStore(ResolutionOps, LifecycleOps):
         )
 
     def list_entities(self, session: str | None = None, limit: int = 200) -> list[Entity]:
-        sql = "SELECT entity_type, entity_id, state, attributes, version, updated_at FROM entities"
-        params: list[Any] = []
-        if session:
-            sql += " WHERE session_id = ?"
-            params.append(session)
+        where, params = session_clause("session_id", session, "WHERE")
+        sql = f"SELECT entity_type, entity_id, state, attributes, version, updated_at FROM entities{where}"
         with self._lock:
             rows = self._con.execute(sql + " ORDER BY updated_at DESC LIMIT ?", [*params, limit]).fetchall()
         return [_entity_from_row(r) for r in rows]
 
     def list_relationships(self, session: str | None = None, limit: int = 500) -> list[Relationship]:
-        sql = "SELECT rel_type, source_type, source_id, target_type, target_id FROM relationships"
-        params: list[Any] = []
-        if session:
-            sql += " WHERE session_id = ?"
-            params.append(session)
+        where, params = session_clause("session_id", session, "WHERE")
+        sql = f"SELECT rel_type, source_type, source_id, target_type, target_id FROM relationships{where}"
         with self._lock:
             rows = self._con.execute(sql + " LIMIT ?", [*params, limit]).fetchall()
         return [
@@ -475,11 +473,8 @@ class MemoryStore(ResolutionOps, LifecycleOps):
         if not keys:
             return {}
         values = ", ".join("(?, ?)" for _ in keys)
-        params: list[Any] = [p for k in keys for p in k]
-        session_sql = ""
-        if session:
-            session_sql = "AND l.session_id = ? "
-            params.append(session)
+        session_sql, session_params = session_clause("l.session_id", session)
+        params: list[Any] = [p for k in keys for p in k] + session_params
         cols = _MEMORY_COLS
         sql = (
             f"SELECT k_type, k_id, {cols.replace('m.', '')} FROM ("
@@ -487,7 +482,7 @@ class MemoryStore(ResolutionOps, LifecycleOps):
             "row_number() OVER (PARTITION BY l.entity_type, l.entity_id ORDER BY m.ts DESC) AS rn "
             f"FROM (VALUES {values}) AS k(t, i) "
             "JOIN memory_entities l ON l.entity_type = k.t AND l.entity_id = k.i "
-            f"JOIN memories m ON m.memory_id = l.memory_id WHERE TRUE {session_sql}"
+            f"JOIN memories m ON m.memory_id = l.memory_id WHERE TRUE{session_sql}"
             ") WHERE rn <= ? ORDER BY k_type, k_id, ts DESC"
         )
         with self._lock:
@@ -524,28 +519,18 @@ class MemoryStore(ResolutionOps, LifecycleOps):
         self, session: str | None, vec: Sequence[float], k: int = 5, min_score: float = 0.0
     ) -> list[tuple[MemoryRecord, float]]:
         """The ``k`` memories closest to ``vec`` by cosine similarity, with their scores."""
-        params: list[Any] = [[float(x) for x in vec]]
-        where = ""
-        if session:
-            where = "WHERE v.session_id = ? "
-            params.append(session)
+        where, params = session_clause("v.session_id", session, "WHERE")
         sql = (
             "SELECT v.memory_id, array_cosine_similarity(v.vec, ?::FLOAT[384]) AS score "
-            f"FROM memory_vectors v {where}ORDER BY score DESC LIMIT ?"
+            f"FROM memory_vectors v{where} ORDER BY score DESC LIMIT ?"
         )
         with self._lock:
             scored = [
                 (m, float(sc))
-                for m, sc in self._con.execute(sql, [*params, k]).fetchall()
+                for m, sc in self._con.execute(sql, [[float(x) for x in vec], *params, k]).fetchall()
                 if sc is not None and sc >= min_score
             ]
-        if not scored:
-            return []
-        marks = ", ".join("?" for _ in scored)
-        records = {
-            r.memory_id: r
-            for r in self.records_where(f"m.memory_id IN ({marks})", [m for m, _ in scored], limit=len(scored))
-        }
+        records = {r.memory_id: r for r in self.records_by_ids([m for m, _ in scored])}
         return [(records[m], sc) for m, sc in scored if m in records]
 
     def counts(self) -> dict[str, int]:

@@ -12,65 +12,52 @@ Part of ``MemoryStore`` (mixed in). Each is one transaction:
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
 from .errors import StoreError
 from .forgetting import RecordFacts
-from .memory import MemoryRecord
+from .memory import SUMMARY_EVENT, MemoryRecord
+from .store_base import StoreParts, session_clause
+from .store_base import now as _now
 
 __all__ = ["LifecycleOps"]
 
+# A primary memory (alias m, link l) that is not a summary and that no summary covers yet;
+# binds SUMMARY_EVENT.
+_UNCOVERED = (
+    "l.role = 'primary' AND m.event_type IS DISTINCT FROM ? "
+    "AND NOT EXISTS (SELECT 1 FROM memory_links k WHERE k.memory_id = m.memory_id)"
+)
 
-def _now() -> datetime:
-    return datetime.now(UTC)
 
-
-class LifecycleOps:
-    _con: duckdb.DuckDBPyConnection
-    _lock: threading.RLock
-
-    # provided by MemoryStore
-    def _tx(self) -> Any:
-        raise NotImplementedError
-
-    def add_record(self, record: MemoryRecord, summary_of: Sequence[str] = ()) -> MemoryRecord:
-        raise NotImplementedError
-
+class LifecycleOps(StoreParts):
     # --- compaction ---------------------------------------------------------------------
     def entities_to_compact(
         self, entity_type: str, min_records: int, session: str | None = None
     ) -> list[tuple[str, str, int]]:
         """(session, entity id, count) of entities with at least ``min_records`` memories
         that no summary covers yet (summaries themselves do not count)."""
-        params: list[Any] = [entity_type]
-        where = ""
-        if session:
-            where = "AND l.session_id = ? "
-            params.append(session)
+        where, params = session_clause("l.session_id", session)
         sql = (
             "SELECT l.session_id, l.entity_id, count(*) FROM memory_entities l JOIN memories m ON m.memory_id = l.memory_id "
-            f"WHERE l.entity_type = ? AND l.role = 'primary' {where}AND m.event_type IS DISTINCT FROM 'summary' "
-            "AND NOT EXISTS (SELECT 1 FROM memory_links k WHERE k.memory_id = m.memory_id) "
+            f"WHERE l.entity_type = ?{where} AND {_UNCOVERED} "
             "GROUP BY l.session_id, l.entity_id HAVING count(*) >= ? ORDER BY count(*) DESC"
         )
         with self._lock:
-            return [tuple(r) for r in self._con.execute(sql, [*params, min_records]).fetchall()]  # type: ignore[misc]
+            rows = self._con.execute(sql, [entity_type, *params, SUMMARY_EVENT, min_records]).fetchall()
+            return [tuple(r) for r in rows]  # type: ignore[misc]
 
     def uncompacted_memories(self, session: str, entity_type: str, entity_id: str, limit: int = 200) -> list[str]:
         """Ids of an entity's primary memories not yet covered by a summary, oldest first."""
         with self._lock:
             rows = self._con.execute(
                 "SELECT m.memory_id FROM memory_entities l JOIN memories m ON m.memory_id = l.memory_id "
-                "WHERE l.session_id = ? AND l.entity_type = ? AND l.entity_id = ? AND l.role = 'primary' "
-                "AND m.event_type IS DISTINCT FROM 'summary' "
-                "AND NOT EXISTS (SELECT 1 FROM memory_links k WHERE k.memory_id = m.memory_id) "
+                f"WHERE l.session_id = ? AND l.entity_type = ? AND l.entity_id = ? AND {_UNCOVERED} "
                 "ORDER BY m.ts LIMIT ?",
-                [session, entity_type, entity_id, limit],
+                [session, entity_type, entity_id, SUMMARY_EVENT, limit],
             ).fetchall()
         return [r[0] for r in rows]
 
@@ -97,20 +84,16 @@ class LifecycleOps:
 
     def record_facts(self, session: str | None = None) -> list[RecordFacts]:
         """What a forgetting policy looks at, for every record (no text, no attributes)."""
-        params: list[Any] = []
-        where = ""
-        if session:
-            where = "WHERE m.session_id = ? "
-            params.append(session)
+        where, params = session_clause("m.session_id", session, "WHERE")
         sql = (
             "SELECT m.memory_id, m.session_id, m.ts, m.status, m.confidence, m.event_type, m.entity_type, "
-            "m.entity_id, m.event_type IS NOT DISTINCT FROM 'summary', "
+            "m.entity_id, m.event_type IS NOT DISTINCT FROM ?, "
             "EXISTS (SELECT 1 FROM ended_sessions s WHERE s.session_id = m.session_id), "
             "EXISTS (SELECT 1 FROM memory_links k WHERE k.memory_id = m.memory_id) "
-            f"FROM memories m {where}ORDER BY m.ts"
+            f"FROM memories m{where} ORDER BY m.ts"
         )
         with self._lock:
-            return [tuple(r) for r in self._con.execute(sql, params).fetchall()]  # type: ignore[misc]
+            return [tuple(r) for r in self._con.execute(sql, [SUMMARY_EVENT, *params]).fetchall()]  # type: ignore[misc]
 
     def forget(self, chosen: Sequence[tuple[str, str]]) -> int:
         """Delete the (memory_id, policy) records a policy chose; log each deletion."""

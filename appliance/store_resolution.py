@@ -8,32 +8,18 @@ HTTP API list them. History rows of a merged-away entity stay under its old id.
 from __future__ import annotations
 
 import json
-import threading
-from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
 
 from .memory import Entity
+from .store_base import StoreParts, session_clause
+from .store_base import now as _now
 
 __all__ = ["ResolutionOps"]
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-class ResolutionOps:
-    _con: duckdb.DuckDBPyConnection
-    _lock: threading.RLock
-
-    # provided by MemoryStore
-    def _tx(self) -> Any:
-        raise NotImplementedError
-
-    def _entity(self, con: duckdb.DuckDBPyConnection, session: str, etype: str, eid: str) -> Entity | None:
-        raise NotImplementedError
-
+class ResolutionOps(StoreParts):
     # --- lookups used by resolution -----------------------------------------------------
     def entity_ids_ending_with(self, session: str, etype: str, suffix: str) -> list[str]:
         """Stored ids of ``etype`` that end with ``suffix`` (and are longer than it)."""
@@ -135,11 +121,8 @@ class ResolutionOps:
         return True
 
     def list_merges(self, session: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
-        sql = "SELECT session_id, entity_type, from_id, to_id, rule, memory_id, ts FROM entity_merges"
-        params: list[Any] = []
-        if session:
-            sql += " WHERE session_id = ?"
-            params.append(session)
+        where, params = session_clause("session_id", session, "WHERE")
+        sql = f"SELECT session_id, entity_type, from_id, to_id, rule, memory_id, ts FROM entity_merges{where}"
         with self._lock:
             rows = self._con.execute(sql + " ORDER BY ts DESC LIMIT ?", [*params, limit]).fetchall()
         keys = ("session_id", "entity_type", "from_id", "to_id", "rule", "memory_id", "ts")

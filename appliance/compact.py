@@ -112,7 +112,7 @@ class Compactor:
             'Summary: {"summary":"The customer asked twice where order 12 is; it has not arrived."}\n\n'
             f"Notes about {etype} {eid}:\n{lines}\nSummary: ",
         )
-        index = self.grammars.regex_index("summary", SUMMARY_REGEX, e.vocabulary(), getattr(e, "tokenizer_id", "x"))
+        index = self.grammars.regex_index("summary", SUMMARY_REGEX, e.vocabulary(), e.tokenizer_id)
         e.start(e.bos() + e.tokenize(prompt))
         res = constrained_greedy(e, index, SUMMARY_MAX_TOKENS)
         raw = res.text

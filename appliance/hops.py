@@ -17,12 +17,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .schema import MemorySchema
-from .spans import Candidate, candidates_for, tag_codes, value_role
+from .spans import GREATER, LESS, Candidate, candidates_for, find_word, tag_codes, value_role
 
 __all__ = ["PathPlan", "StepFilters", "plan_path", "filters_by_step", "entity_mentions", "event_mentions"]
 
-_GT = r"over|above|more than|greater than|at least|超过|大于|高于|以上"
-_LT = r"under|below|less than|cheaper than|at most|低于|小于|少于|以下"
 # Wording that marks the type asked for: strong cues first, weak ones break no ties.
 _ASKED = (
     (
@@ -36,20 +34,12 @@ _TOPIC = re.compile(
 )
 
 
-def _find(low: str, word: str) -> int:
-    """Position of ``word`` in ``low``; ASCII words must start at a word boundary."""
-    if word.isascii():
-        m = re.search(rf"(?<![a-z]){re.escape(word)}", low)
-        return m.start() if m else -1
-    return low.find(word)
-
-
 def entity_mentions(schema: MemorySchema, question: str) -> dict[str, int]:
     """Entity type → position of its first keyword in the question."""
     low = question.lower()
     found: dict[str, int] = {}
     for ent in schema.entities:
-        positions = [p for k in ent.keywords if (p := _find(low, k)) >= 0]
+        positions = [p for k in ent.keywords if (p := find_word(low, k)) >= 0]
         if positions:
             found[ent.name] = min(positions)
     return found
@@ -63,7 +53,7 @@ def event_mentions(schema: MemorySchema, question: str) -> dict[str, int]:
     for ev in schema.event_types:
         # a stem that also names an entity ("order" of order_created) is not an event cue
         cues = [c for c in ev.cues if not any(k.startswith(c) if c.isascii() else k == c for k in keywords)]
-        positions = [p for c in cues if (p := _find(low, c)) >= 0]
+        positions = [p for c in cues if (p := find_word(low, c)) >= 0]
         if positions:
             found[ev.name] = min(positions)
     return found
@@ -195,7 +185,7 @@ def filters_by_step(schema: MemorySchema, question: str, plan: PathPlan, cands: 
 
     compared: dict[str, str] = {}
     for c in candidates_for("number", cands):
-        near = re.search(rf"(?:({_GT})|({_LT}))\s*[¥$€£]?\s*{re.escape(c.surface.strip().lower())}", low)
+        near = re.search(rf"(?:({GREATER})|({LESS}))\s*[¥$€£]?\s*{re.escape(c.surface.strip().lower())}", low)
         if near:
             compared[c.surface.strip()] = "gt" if near.group(1) else "lt"
     codes = [c for c in candidates_for("code", cands) if c.surface.strip() not in compared]
@@ -235,7 +225,7 @@ def filters_by_step(schema: MemorySchema, question: str, plan: PathPlan, cands: 
         add(owner, {"field": "text", "op": "contains", "value": topic})
     for ent_name in on_path:
         for st in schema.entity(ent_name).states:
-            at = _find(low, st.lower())
+            at = find_word(low, st.lower())
             if at >= 0 and at not in plan.events.values():  # "booked" already read as an event
                 add(ent_name, {"field": "state", "op": "eq", "value": st})
     return steps

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from .engine import Engine
 from .schema import MemorySchema
 
-__all__ = ["PromptParts", "record_prompt", "query_prompt", "example_records"]
+__all__ = ["PromptParts", "record_prompt", "query_prompt", "example_records", "open_turn"]
 
 MAX_UTTERANCE_TOKENS = 384
 
@@ -23,12 +23,23 @@ class PromptParts:
     head: str  # fixed: chat opening, instructions, examples, "Message: "
     tail: str  # fixed: closes the user turn and opens the assistant turn
 
-    def tokens(self, engine: Engine, text: str) -> tuple[list[int], bool]:
-        """Token ids for head + text + tail; the text is cut to fit (returns truncated?)."""
+    def tokens(self, engine: Engine, text: str, limit: int = MAX_UTTERANCE_TOKENS) -> tuple[list[int], bool]:
+        """Token ids for head + text + tail; the text is cut to ``limit`` tokens (returns truncated?)."""
         body = engine.tokenize_plain(text)
-        truncated = len(body) > MAX_UTTERANCE_TOKENS
-        body = body[:MAX_UTTERANCE_TOKENS]
+        truncated = len(body) > limit
+        body = body[:limit]
         return engine.bos() + engine.tokenize(self.head) + body + engine.tokenize(self.tail), truncated
+
+
+def open_turn(engine: Engine, system: str, user: str, label: str) -> PromptParts:
+    """A chat prompt whose user turn stays open after ``user`` (the message goes there) and
+    whose tail opens the assistant turn with ``label`` ("Record: ")."""
+    fmt = engine.chat_format()
+    head = fmt.wrap(system, user)
+    head = head[: head.rindex(fmt.turn_close)] if fmt.turn_close else head
+    return PromptParts(
+        head=head.removesuffix(fmt.assistant_open), tail=f"\n{fmt.turn_close}{fmt.assistant_open}{label}"
+    )
 
 
 def _schema_text(schema: MemorySchema) -> str:
@@ -86,12 +97,7 @@ def record_prompt(schema: MemorySchema, engine: Engine) -> PromptParts:
         "Copy ids and values exactly from the message; use null when the message does not say.\n\n"
         f"{examples}\n\nMessage: "
     )
-    fmt = engine.chat_format()
-    head = fmt.wrap(SYSTEM, user)
-    head = head[: head.rindex(fmt.turn_close)] if fmt.turn_close else head
-    return PromptParts(
-        head=head.removesuffix(fmt.assistant_open), tail=f"\n{fmt.turn_close}{fmt.assistant_open}Record: "
-    )
+    return open_turn(engine, SYSTEM, user, "Record: ")
 
 
 QUERY_SYSTEM = "You convert a question into one JSON query over stored memories."
@@ -115,9 +121,4 @@ def query_prompt(schema: MemorySchema, engine: Engine) -> PromptParts:
         f"Question: what about {ent.name.lower()} X-0?\n"
         f"Query: {json.dumps(eg, separators=(',', ':'))}\n\nQuestion: "
     )
-    fmt = engine.chat_format()
-    head = fmt.wrap(QUERY_SYSTEM, user)
-    head = head[: head.rindex(fmt.turn_close)] if fmt.turn_close else head
-    return PromptParts(
-        head=head.removesuffix(fmt.assistant_open), tail=f"\n{fmt.turn_close}{fmt.assistant_open}Query: "
-    )
+    return open_turn(engine, QUERY_SYSTEM, user, "Query: ")

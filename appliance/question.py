@@ -25,12 +25,12 @@ from .hops import PathPlan, filters_by_step, plan_path
 from .memory import MAX_FILTERS, RecallQuery
 from .prompt import PromptParts, query_prompt
 from .schema import MemorySchema
-from .spans import Candidate, candidates_for, find_candidates, tag_codes, value_role
+from .spans import GREATER, LESS, Candidate, candidates_for, find_candidates, tag_codes, value_role
 
 __all__ = ["QuestionParser", "ParsedQuestion"]
 
-_GT = re.compile(r"over|above|more than|greater than|at least|超过|大于|高于|以上", re.I)
-_LT = re.compile(r"under|below|less than|cheaper than|at most|低于|小于|少于|以下", re.I)
+_GT = re.compile(GREATER, re.I)
+_LT = re.compile(LESS, re.I)
 _ALL = re.compile(r"all sessions|every session|所有会话", re.I)
 
 

@@ -9,15 +9,15 @@ event examples) found in the message. The caller can always name the schema inst
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from .engine import Engine
+from .prompt import open_turn
 from .schema import MemorySchema
-from .spans import lexical_similarity
+from .spans import find_word, lexical_similarity
 
 __all__ = ["SchemaChoice", "choose_schema", "schema_evidence"]
 
@@ -40,8 +40,7 @@ def _hits(schema: MemorySchema, low: str) -> int:
     for w in words:
         if len(w) < 2:
             continue
-        found = re.search(rf"(?<![a-z]){re.escape(w)}", low) if w.isascii() else (w in low)
-        n += bool(found)
+        n += find_word(low, w) >= 0
     return min(n, 3)
 
 
@@ -53,15 +52,13 @@ def schema_evidence(schema: MemorySchema, text: str) -> float:
 
 def _prompt(schemas: Sequence[MemorySchema], engine: Engine, text: str) -> list[int]:
     listing = "\n".join(f"- {s.domain}: {s.description or ', '.join(s.entity_names)}" for s in schemas)
-    fmt = engine.chat_format()
-    head = fmt.wrap(
+    parts = open_turn(
+        engine,
         "You route a message to the memory domain it belongs to.",
         f"Domains:\n{listing}\n\nMessage: ",
+        "Domain: ",
     )
-    head = head[: head.rindex(fmt.turn_close)] if fmt.turn_close else head
-    head = head.removesuffix(fmt.assistant_open)
-    tail = f"\n{fmt.turn_close}{fmt.assistant_open}Domain: "
-    return engine.bos() + engine.tokenize(head) + engine.tokenize_plain(text)[:256] + engine.tokenize(tail)
+    return parts.tokens(engine, text, limit=256)[0]
 
 
 def choose_schema(schemas: Sequence[MemorySchema], engine: Engine | None, text: str) -> SchemaChoice:

@@ -13,7 +13,20 @@ from datetime import date, datetime, timedelta
 
 from .schema import Attribute
 
-__all__ = ["Candidate", "find_candidates", "candidates_for", "value_role", "normalise_number"]
+__all__ = ["Candidate", "find_candidates", "candidates_for", "value_role", "normalise_number", "find_word"]
+
+# Comparison words before a number ("over 1000", "超过1000"): they fix a filter's operator.
+GREATER = r"over|above|more than|greater than|at least|超过|大于|高于|以上"
+LESS = r"under|below|less than|cheaper than|at most|低于|小于|少于|以下"
+
+
+def find_word(low: str, word: str) -> int:
+    """Position of ``word`` in lower-cased ``low`` (-1: absent); ASCII words must start at a
+    word boundary ("paid" is not found in "unpaid"), CJK words match anywhere."""
+    if word.isascii():
+        m = re.search(rf"(?<![a-z]){re.escape(word)}", low)
+        return m.start() if m else -1
+    return low.find(word)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +11,46 @@ from appliance.config import PROJECT_ROOT, Settings
 from appliance.memory import MemoryRecord
 
 SCHEMAS = PROJECT_ROOT / "schemas"
+
+
+RECORD_TIME = datetime(2026, 12, 2, tzinfo=UTC)
+
+
+def make_record(**fields: Any) -> MemoryRecord:
+    """A stored-shape record for tests that seed the store without a model; ``fields``
+    override the defaults (an ok user_inquiry in session "s")."""
+    base: dict[str, Any] = {
+        "memory_id": uuid.uuid4().hex,
+        "session_id": "s",
+        "timestamp": RECORD_TIME,
+        "schema_id": "x",
+        "status": "ok",
+        "confidence": 0.9,
+        "source_text": "t",
+        "event_type": "user_inquiry",
+    }
+    return MemoryRecord(**(base | fields))
+
+
+def record_for(app: Any, etype: str, eid: str | None, **fields: Any) -> MemoryRecord:
+    """``make_record`` under the app's schema, every attribute of ``etype`` present
+    (None unless given in ``attributes``), as extraction writes them."""
+    given = fields.pop("attributes", {})
+    attrs = {a.name: given.get(a.name) for a in app.schema.entity(etype).value_attributes}
+    return make_record(schema_id=app.schema.schema_id, entity_type=etype, entity_id=eid, attributes=attrs, **fields)
+
+
+@pytest.fixture
+def fake_app(settings):  # type: ignore[no-untyped-def]
+    """The customer-service appliance over a FakeEngine, no embedder, a fresh DB."""
+    from appliance.api import Appliance
+    from appliance.testing import FakeEngine
+
+    a = Appliance(
+        schema="customer_service", db=settings.home / "f.duckdb", model=FakeEngine(), settings=settings, embedder=None
+    )
+    yield a
+    a.close()
 
 
 def stored_draft(rec: MemoryRecord) -> dict[str, Any]:

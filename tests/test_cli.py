@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from appliance.cli import main
 
-from .conftest import SCHEMAS
+from .conftest import SCHEMAS, make_record
 
 
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -86,11 +86,9 @@ def test_serve_refuses_public_bind_without_auth() -> None:
 
 def test_lifecycle_commands_without_model(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Seed through the API (no model), then compact / forget / migrate / revert from the CLI."""
-    import uuid
     from datetime import UTC, datetime, timedelta
 
     from appliance.api import Appliance
-    from appliance.memory import MemoryRecord
 
     monkeypatch.setenv("APPLIANCE_GRAMMARS", str(tmp_path / "g"))
     monkeypatch.setenv("APPLIANCE_SEMANTIC", "off")
@@ -98,15 +96,10 @@ def test_lifecycle_commands_without_model(tmp_path, monkeypatch) -> None:  # typ
     with Appliance(db=db, model="none-needed", embedder=None) as app:
         for i in range(3):
             app._store_resolved(
-                MemoryRecord(
-                    memory_id=uuid.uuid4().hex,
-                    session_id="s",
+                make_record(
                     timestamp=datetime.now(UTC) - timedelta(days=400 * i),
                     schema_id=app.schema.schema_id,
-                    status="ok",
-                    confidence=0.9,
                     source_text=f"where is order 4567? ({i})",
-                    event_type="user_inquiry",
                     entity_type="Order",
                     entity_id="4567",
                 )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,18 +15,14 @@ from appliance.memory import MemoryRecord
 from appliance.schema import parse_schema
 from appliance.testing import FakeEngine
 
-from .conftest import SCHEMAS
+from .conftest import SCHEMAS, record_for
 
 NOW = datetime(2026, 12, 2, 12, tzinfo=UTC)
 
 
 @pytest.fixture
-def app(settings):  # type: ignore[no-untyped-def]
-    a = Appliance(
-        schema="customer_service", db=settings.home / "l.duckdb", model=FakeEngine(), settings=settings, embedder=None
-    )
-    yield a
-    a.close()
+def app(fake_app: Appliance) -> Appliance:
+    return fake_app
 
 
 def _add(
@@ -40,22 +35,18 @@ def _add(
     conf: float = 0.9,
     **attrs: Any,
 ) -> MemoryRecord:
-    ent = app.schema.entity("Order")
-    return app._store_resolved(
-        MemoryRecord(
-            memory_id=uuid.uuid4().hex,
-            session_id=session,
-            timestamp=NOW - timedelta(days=days_ago),
-            schema_id=app.schema.schema_id,
-            status="ok",
-            confidence=conf,
-            source_text=text,
-            event_type=event,
-            entity_type="Order",
-            entity_id=eid,
-            attributes={a.name: attrs.get(a.name) for a in ent.value_attributes},
-        )
+    rec = record_for(
+        app,
+        "Order",
+        eid,
+        session_id=session,
+        timestamp=NOW - timedelta(days=days_ago),
+        confidence=conf,
+        source_text=text,
+        event_type=event,
+        attributes=attrs,
     )
+    return app._store_resolved(rec)
 
 
 def _raw() -> dict[str, Any]:

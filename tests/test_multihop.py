@@ -12,7 +12,7 @@ from appliance.recall import compile_query, run_query
 from appliance.schema import load_schema
 from appliance.store import MemoryStore
 
-from .conftest import SCHEMAS
+from .conftest import SCHEMAS, make_record
 
 CS = load_schema(SCHEMAS / "customer_service.json")
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
@@ -28,13 +28,10 @@ SEED = [
 
 
 def _rec(mid: str, etype: str, eid: str, event: str, text: str, rels=(), **attrs) -> MemoryRecord:  # type: ignore[no-untyped-def]
-    return MemoryRecord(
+    return make_record(
         memory_id=mid,
-        session_id="s",
         timestamp=NOW,
         schema_id=CS.schema_id,
-        status="ok",
-        confidence=0.9,
         source_text=text,
         event_type=event,
         entity_type=etype,

@@ -10,22 +10,19 @@ from appliance.recall import compile_query, run_query
 from appliance.schema import load_schema
 from appliance.store import MemoryStore
 
-from .conftest import SCHEMAS
+from .conftest import SCHEMAS, make_record
 
 CS = load_schema(SCHEMAS / "customer_service.json")
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
 
 
 def _rec(mid: str, session: str, etype: str, eid: str, state: str | None = None, rels=(), **attrs) -> MemoryRecord:  # type: ignore[no-untyped-def]
-    return MemoryRecord(
+    return make_record(
         memory_id=mid,
         session_id=session,
         timestamp=NOW,
         schema_id=CS.schema_id,
-        status="ok",
-        confidence=0.9,
         source_text=f"about {etype} {eid}",
-        event_type="user_inquiry",
         entity_type=etype,
         entity_id=eid,
         state=state,

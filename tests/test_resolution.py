@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,18 +14,14 @@ from appliance.resolve import suffix_marked
 from appliance.schema import parse_schema
 from appliance.testing import FakeEngine
 
-from .conftest import SCHEMAS
+from .conftest import SCHEMAS, record_for
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 @pytest.fixture
-def app(settings):  # type: ignore[no-untyped-def]
-    a = Appliance(
-        schema="customer_service", db=settings.home / "r.duckdb", model=FakeEngine(), settings=settings, embedder=None
-    )
-    yield a
-    a.close()
+def app(fake_app: Appliance) -> Appliance:
+    return fake_app
 
 
 def _store(
@@ -39,20 +34,15 @@ def _store(
     state: str | None = None,
     **attrs: Any,
 ) -> MemoryRecord:
-    ent = app.schema.entity(etype)
-    rec = MemoryRecord(
-        memory_id=uuid.uuid4().hex,
-        session_id="s",
+    rec = record_for(
+        app,
+        etype,
+        eid,
         timestamp=T0 + timedelta(minutes=minutes),
-        schema_id=app.schema.schema_id,
-        status="ok",
-        confidence=0.9,
         source_text=text,
         event_type=event,
-        entity_type=etype,
-        entity_id=eid,
         state=state,
-        attributes={a.name: attrs.get(a.name) for a in ent.value_attributes},
+        attributes=attrs,
     )
     return app._store_resolved(rec)
 

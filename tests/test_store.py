@@ -11,19 +11,15 @@ from appliance.errors import CorruptStoreError, StaleUpdateError, StoreLockedErr
 from appliance.memory import MemoryRecord, Relationship
 from appliance.store import DB_VERSION, MemoryStore
 
+from .conftest import make_record
+
 NOW = datetime(2026, 12, 2, tzinfo=UTC)
 
 
 def _rec(mid: str, eid: str = "4567", state: str | None = "paid", **attrs) -> MemoryRecord:  # type: ignore[no-untyped-def]
-    return MemoryRecord(
+    return make_record(
         memory_id=mid,
-        session_id="s",
         timestamp=NOW,
-        schema_id="x",
-        status="ok",
-        confidence=0.9,
-        source_text="t",
-        event_type="user_inquiry",
         entity_type="Order",
         entity_id=eid,
         state=state,

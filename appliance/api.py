@@ -183,6 +183,10 @@ class Appliance(LifecycleMixin):
         old = self.schema
         self.schema, self.compiled = new, compiled
         self.schemas = {new.domain: new, **{d: x for d, x in self.schemas.items() if d not in (new.domain, old.domain)}}
+        # decoders of schemas no longer loaded hold prompts and grammar indexes: drop them
+        live = {x.schema_id for x in self.schemas.values()}
+        self._extractors = {k: v for k, v in self._extractors.items() if k in live}
+        self._parsers = {k: v for k, v in self._parsers.items() if k in live}
         return compiled
 
     def add_schema(self, schema: SchemaSpec) -> MemorySchema:

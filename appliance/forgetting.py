@@ -73,8 +73,11 @@ def _verdict(
     return None
 
 
-def select(schema: MemorySchema, facts: Sequence[RecordFacts], now: datetime) -> list[Decision]:
-    """The records the schema's policies would forget at ``now``, each with its rule."""
+def select(
+    schema: MemorySchema, facts: Sequence[RecordFacts], now: datetime, assume_ended: bool = False
+) -> list[Decision]:
+    """The records the schema's policies would forget at ``now``, each with its rule
+    (``assume_ended``: as if their sessions had ended — the preview of ending one)."""
     by_event = {e.name: e.retention for e in schema.event_types}
     by_entity = {e.name: e.retention for e in schema.entities}
     chosen = []
@@ -88,7 +91,7 @@ def select(schema: MemorySchema, facts: Sequence[RecordFacts], now: datetime) ->
         if etype in by_entity:
             rules.append((by_entity[etype], f"entities.{etype}.retention"))
         for retention, where in rules:
-            verdict = _verdict(retention, where, now - ts, score, ended, compacted)
+            verdict = _verdict(retention, where, now - ts, score, ended or assume_ended, compacted)
             if verdict is not None:
                 chosen.append(Decision(mid, session, verdict[0], verdict[1], event, etype, eid, ts, score))
                 break

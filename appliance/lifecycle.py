@@ -102,8 +102,7 @@ class LifecycleMixin:
         if not dry_run:
             self.store.end_session(session_id)
             return self.forget(dry_run=False, session_id=session_id)
-        facts = [(*f[:9], True, f[10]) for f in self.store.record_facts(session_id)]
-        return select(self.schema, facts, datetime.now(UTC))
+        return select(self.schema, self.store.record_facts(session_id), datetime.now(UTC), assume_ended=True)
 
     # --- schema migrations ------------------------------------------------------------------
     def plan_migration(self, target: MemorySchema, spec: MigrationSpec | dict[str, Any]) -> MigrationPlan:

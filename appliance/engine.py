@@ -31,6 +31,11 @@ from .errors import InputError, ModelLoadError, ModelNotFoundError
 __all__ = ["Engine", "LlamaCppEngine", "resolve_model_path", "available_models", "ChatFormat"]
 
 GGUF_MAGIC = b"GGUF"
+# Prefix snapshots: when another prompt family (e.g. schema routing) takes the context, the
+# KV state of the one it displaces is kept so the next record need not re-evaluate its
+# ~500-token prompt. A few families at most; a switch must save this many tokens to count.
+MAX_SNAPSHOTS = 4
+MIN_SNAPSHOT_GAIN = 64
 
 
 class Engine(Protocol):
@@ -181,6 +186,7 @@ class LlamaCppEngine:
         self.eos_id = int(self.llm.token_eos())
         self._vocab_ptr = llama_cpp.llama_model_get_vocab(self.llm.model)
         self._tokens: list[int] = []  # mirror of what sits in the KV cache
+        self._snapshots: list[tuple[tuple[int, ...], bytes]] = []  # (tokens, seq-0 KV state), newest last
         self._pending: list[int] = []
         self._last_logits: np.ndarray | None = None
         self._vocabulary: Any = None
@@ -188,7 +194,7 @@ class LlamaCppEngine:
         stat = path.stat()
         self.model_id = f"{path.stem}-{stat.st_size:x}"
         self.tokenizer_id = self._tokenizer_hash()
-        self.stats = {"decode_calls": 0, "decoded_tokens": 0}
+        self.stats = {"decode_calls": 0, "decoded_tokens": 0, "snapshot_restores": 0}
 
     # tokens ------------------------------------------------------------------------
     def tokenize(self, text: str) -> list[int]:
@@ -304,15 +310,18 @@ class LlamaCppEngine:
             del self._tokens[n:]
 
     def start(self, prompt: Sequence[int]) -> None:
-        """Position the context at ``prompt``, reusing the longest cached prefix."""
+        """Position the context at ``prompt``, reusing the longest cached prefix (the live
+        context's, or a snapshot's when that saves at least MIN_SNAPSHOT_GAIN tokens)."""
         prompt = list(prompt)
         if not prompt:
             raise InputError("empty prompt")
-        common = 0
-        for a, b in zip(self._tokens, prompt):
-            if a != b:
-                break
-            common += 1
+        common = _common_prefix(self._tokens, prompt)
+        if common < MIN_SNAPSHOT_GAIN:  # another prompt family: keep this one's state for later
+            self._keep_snapshot()
+        best = max(self._snapshots, key=lambda s: _common_prefix(s[0], prompt), default=None)
+        if best is not None and _common_prefix(best[0], prompt) >= common + MIN_SNAPSHOT_GAIN:
+            if self._restore(best):
+                common = _common_prefix(self._tokens, prompt)
         common = min(common, len(prompt) - 1)  # re-evaluate >=1 token to get fresh logits
         self._truncate(common)
         self._pending = []
@@ -344,10 +353,45 @@ class LlamaCppEngine:
             out.append(total)
         return out
 
+    def _keep_snapshot(self) -> None:
+        """Save the live context's KV state, replacing the snapshot of the same prompt family."""
+        if len(self._tokens) < MIN_SNAPSHOT_GAIN:
+            return
+        ctx = self.llm._ctx.ctx
+        size = self._lc.llama_state_seq_get_size(ctx, 0)
+        buf = (ctypes.c_uint8 * size)()
+        n = self._lc.llama_state_seq_get_data(ctx, buf, size, 0)
+        if not n:
+            return
+        tokens = tuple(self._tokens)
+        self._snapshots = [s for s in self._snapshots if _common_prefix(s[0], tokens) < MIN_SNAPSHOT_GAIN]
+        self._snapshots = [*self._snapshots, (tokens, bytes(buf)[:n])][-MAX_SNAPSHOTS:]
+
+    def _restore(self, snapshot: tuple[tuple[int, ...], bytes]) -> bool:
+        """Load a snapshot into the context (False, context emptied, if llama.cpp refuses it)."""
+        tokens, data = snapshot
+        self._truncate(0)
+        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if not self._lc.llama_state_seq_set_data(self.llm._ctx.ctx, buf, len(data), 0):
+            self._truncate(0)
+            return False
+        self._tokens = list(tokens)
+        self.stats["snapshot_restores"] += 1
+        return True
+
     def reset(self) -> None:
         self._truncate(0)
         self._pending = []
         self._last_logits = None
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:

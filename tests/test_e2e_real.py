@@ -130,3 +130,24 @@ def test_semantic_recall_with_the_shipped_minilm(app: Appliance) -> None:
     res = app.recall("which kitchen appliance broke down?", session_id="sem")
     assert res.semantic, res.context
     assert "blender" in res.semantic[0].memory.source_text
+
+
+def test_switching_prompt_families_restores_the_kv_prefix(real_engine) -> None:  # type: ignore[no-untyped-def]
+    """Schema routing and extraction alternate prompts; the displaced prompt's KV state is
+    restored instead of re-evaluated, with the same logits as plain prefix reuse."""
+    import numpy as np
+
+    e = real_engine
+    a = e.bos() + e.tokenize("Shared record instructions. " * 30) + e.tokenize("message one")
+    b = e.bos() + e.tokenize("Routing instructions, other text. " * 30) + e.tokenize("message two")
+    e.reset()
+    e.start(a)
+    e.start(a)  # plain prefix reuse: the reference
+    reference = e.logits().copy()
+    e.start(b)
+    e.logits()
+    restores, decoded = e.stats["snapshot_restores"], e.stats["decoded_tokens"]
+    e.start(a)
+    assert np.array_equal(e.logits(), reference)
+    assert e.stats["snapshot_restores"] == restores + 1
+    assert e.stats["decoded_tokens"] - decoded <= 2  # not the whole prompt again

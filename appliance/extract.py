@@ -274,7 +274,7 @@ class Extractor:
         event = self.schema.event_names[best]
         force(',"entity":{"type":')
         ent_options = [_j(n) for n in self.schema.entity_names]
-        hinted = next((ev.entity for ev in self.schema.event_types if ev.name == event), "")
+        hinted = ev.entity if (ev := self.schema.event_type(event)) else ""
         if hinted and self.lexical:
             # The schema says which entity this event is about, unless the message names an
             # id of another entity that the declared one cannot hold as a reference
@@ -356,8 +356,8 @@ class Extractor:
         if not self.lexical:
             pick("state", [_j(s) for s in ent.states] + ["null"])
             return
-        ev = next(e for e in self.schema.event_types if e.name == event)
-        if ev.sets_state and ev.entity == ent.name:
+        ev = self.schema.event_type(event)
+        if ev is not None and ev.sets_state and ev.entity == ent.name:
             force(_j(ev.sets_state))  # declared effect of the event: no model call
             return
         low = text.lower()

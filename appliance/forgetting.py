@@ -40,7 +40,7 @@ class Decision:
 def importance(schema: MemorySchema, event_type: str | None, status: str, confidence: float) -> float:
     """0–1: the event type's declared importance, discounted by extraction confidence;
     a record a person reviewed keeps its full weight."""
-    ev = next((e for e in schema.event_types if e.name == event_type), None)
+    ev = schema.event_type(event_type)
     base = ev.importance if ev is not None else UNKNOWN_EVENT_IMPORTANCE
     if status == "reviewed":
         return round(base, 4)

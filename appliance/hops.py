@@ -16,6 +16,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .memory import MAX_FILTERS
 from .schema import MemorySchema
 from .spans import GREATER, LESS, Candidate, candidates_for, find_word, tag_codes, value_role
 
@@ -136,7 +137,7 @@ def plan_path(schema: MemorySchema, question: str) -> PathPlan | None:
     mentions = entity_mentions(schema, question)
     events = event_mentions(schema, question)
     for ev, pos in events.items():
-        owner = next((x.entity for x in schema.event_types if x.name == ev), "")
+        owner = ev_type.entity if (ev_type := schema.event_type(ev)) else ""
         if owner and owner not in mentions:
             mentions[owner] = pos
     if len(mentions) < 2:
@@ -161,7 +162,7 @@ class StepFilters:
         out = list(self.fixed.get(entity, []))
         for op, value in self.numeric.get(entity, []):
             out.append({"field": numeric_choice[entity], "op": op, "value": value})
-        return out[:3]
+        return out[:MAX_FILTERS]
 
 
 def _nearest_before(mentions: dict[str, int], pos: int, allowed: list[str]) -> str | None:
@@ -195,25 +196,26 @@ def filters_by_step(schema: MemorySchema, question: str, plan: PathPlan, cands: 
         pos = low.find(c.surface.lower())
         owner = owner if owner in on_path else _nearest_before(mentions, pos, on_path)
         add(owner, {"field": "id", "op": "contains", "value": str(c.value)})
+    numeric_attrs = {
+        m: names
+        for m in on_path
+        if (names := [a.name for a in schema.entity(m).value_attributes if value_role(a) == "number"])
+    }
+    numeric_owners = list(numeric_attrs)
     for c in candidates_for("number", cands):
         op = compared.get(c.surface.strip())
         if op is None:
             continue
-        numeric_owners = [
-            m for m in on_path if any(value_role(a) == "number" for a in schema.entity(m).value_attributes)
-        ]
         owner = _nearest_before(mentions, low.find(c.surface.strip().lower()), numeric_owners)
         owner = owner or (numeric_owners[0] if numeric_owners else None)
         if owner is None:
             continue
         steps.numeric.setdefault(owner, []).append((op, float(c.value)))
-        steps.numeric_fields[owner] = [
-            a.name for a in schema.entity(owner).value_attributes if value_role(a) == "number"
-        ]
+        steps.numeric_fields[owner] = numeric_attrs[owner]
     event_owner: str | None = None
     for ev_name in sorted(plan.events, key=plan.events.__getitem__):
-        ev = next(x for x in schema.event_types if x.name == ev_name)
-        if ev.entity in on_path:
+        ev = schema.event_type(ev_name)
+        if ev is not None and ev.entity in on_path:
             add(ev.entity, {"field": "event_type", "op": "eq", "value": ev.name})
             event_owner = event_owner or ev.entity
     keywords = {k for words in schema.entity_keywords.values() for k in words}

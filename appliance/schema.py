@@ -276,6 +276,14 @@ class MemorySchema(BaseModel):
         raise KeyError(name)
 
     @cached_property
+    def _events_by_name(self) -> dict[str, EventType]:
+        return {e.name: e for e in self.event_types}
+
+    def event_type(self, name: str | None) -> EventType | None:
+        """The declared event type called ``name`` (None when there is none)."""
+        return self._events_by_name.get(name) if name is not None else None
+
+    @cached_property
     def entity_keywords(self) -> dict[str, tuple[str, ...]]:
         """Entity name → words that name it in text (for tagging ids like "order 12345")."""
         return {e.name: e.keywords for e in self.entities}

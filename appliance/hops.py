@@ -190,7 +190,7 @@ def filters_by_step(schema: MemorySchema, question: str, plan: PathPlan, cands: 
         if near:
             compared[c.surface.strip()] = "gt" if near.group(1) else "lt"
     codes = [c for c in candidates_for("code", cands) if c.surface.strip() not in compared]
-    tags = tag_codes(question, codes, schema.entity_keywords)
+    tags = tag_codes(question, codes, schema.entity_keywords, schema.entity_id_patterns)
     for c in codes:
         owner = tags.get(str(c.value))
         pos = low.find(c.surface.lower())

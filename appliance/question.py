@@ -99,7 +99,7 @@ class QuestionParser:
             if re.search(rf"(?:{_GT.pattern}|{_LT.pattern})\s*[¥$€£]?\s*{re.escape(c.surface)}", question, re.I)
         }
         codes = [c for c in candidates_for("code", cands) if c.surface not in compared]
-        tags = tag_codes(question, codes, s.entity_keywords)
+        tags = tag_codes(question, codes, s.entity_keywords, s.entity_id_patterns)
         low = question.lower()
         named = [x.name for x in s.entities if any(k in low for k in x.keywords)]
         force('{"entity_type":')

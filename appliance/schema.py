@@ -88,6 +88,18 @@ class Resolution(BaseModel):
     # An id written as a suffix ("尾号2345", "ending in 2345") of at least this many digits
     # is the one stored id ending in it (0: never).
     id_suffix_digits: int = Field(default=0, ge=0, le=12)
+    # Ids of this entity have this shape (a regex for the whole id, e.g. "BK-\\d+"): a code
+    # that no keyword attributes ("cancel BK-44") goes to the one entity whose shape it has.
+    id_pattern: str = Field(default="", max_length=200)
+
+    @field_validator("id_pattern")
+    @classmethod
+    def _id_pattern(cls, v: str) -> str:
+        try:
+            re.compile(v)
+        except re.error as exc:
+            raise ValueError(f"id_pattern is not a valid regular expression: {exc}") from None
+        return v
 
 
 class Retention(BaseModel):
@@ -165,6 +177,9 @@ class EventType(BaseModel):
     sets_state: str = ""  # the state this event puts its entity in (e.g. payment_received → paid)
     examples: tuple[str, ...] = Field(default=(), max_length=32)
     keywords: tuple[str, ...] = Field(default=(), max_length=32)  # words that signal it ("complain", "投诉")
+    # The event *is* the user asking something (user_inquiry): a message's question form
+    # ("?", "where…", "吗", "请问") counts for it, and its absence against it.
+    question: bool = False
     importance: float = Field(default=0.5, ge=0, le=1)  # feeds the forgetting score of its records
     retention: Retention = Retention()
 
@@ -287,6 +302,11 @@ class MemorySchema(BaseModel):
     def entity_keywords(self) -> dict[str, tuple[str, ...]]:
         """Entity name → words that name it in text (for tagging ids like "order 12345")."""
         return {e.name: e.keywords for e in self.entities}
+
+    @cached_property
+    def entity_id_patterns(self) -> dict[str, re.Pattern[str]]:
+        """Entity name → the declared shape of its ids (entities that declare one)."""
+        return {e.name: re.compile(e.resolution.id_pattern) for e in self.entities if e.resolution.id_pattern}
 
     def entity_for_id_attribute(self, attribute: str) -> EntityType | None:
         return next((e for e in self.entities if e.id_attribute == attribute), None)

@@ -13,7 +13,15 @@ from datetime import date, datetime, timedelta
 
 from .schema import Attribute
 
-__all__ = ["Candidate", "find_candidates", "candidates_for", "value_role", "normalise_number", "find_word"]
+__all__ = [
+    "Candidate",
+    "find_candidates",
+    "candidates_for",
+    "value_role",
+    "normalise_number",
+    "find_word",
+    "is_question",
+]
 
 # Comparison words before a number ("over 1000", "超过1000"): they fix a filter's operator.
 GREATER = r"over|above|more than|greater than|at least|超过|大于|高于|以上"
@@ -27,6 +35,19 @@ def find_word(low: str, word: str) -> int:
         m = re.search(rf"(?<![a-z]){re.escape(word)}", low)
         return m.start() if m else -1
     return low.find(word)
+
+
+_QUESTION = re.compile(
+    r"[?？吗]|^(?:where|when|what|how|why|which|who|is|are|was|has|have|can|could|did|does|do|will|any)\b"
+    r"|请问|什么|哪|几点|多少|怎么|是不是|有没有|查",
+    re.I,
+)
+
+
+def is_question(text: str) -> bool:
+    """Whether the message asks something: a question mark, an opening wh-/auxiliary word,
+    or a Chinese interrogative ("吗", "请问", "哪", "怎么", "帮我查")."""
+    return bool(_QUESTION.search(text.strip()))
 
 
 @dataclass(frozen=True)
@@ -189,9 +210,15 @@ def candidates_for(role: str, candidates: list[Candidate]) -> list[Candidate]:
     return [c for c in candidates if c.role == role]
 
 
-def tag_codes(text: str, codes: list[Candidate], keywords: dict[str, tuple[str, ...]]) -> dict[str, str]:
+def tag_codes(
+    text: str,
+    codes: list[Candidate],
+    keywords: dict[str, tuple[str, ...]],
+    patterns: dict[str, re.Pattern[str]] | None = None,
+) -> dict[str, str]:
     """Map each code to the entity whose keyword stands closest before it ("order 12345",
-    "订单尾号4567"), within a few characters; untagged codes are absent from the result."""
+    "订单尾号4567"), within a few characters; else to the one entity whose declared id shape
+    it has (``patterns``: "BK-44" → Booking); codes neither places are absent from the result."""
     low = text.lower()
     tags: dict[str, str] = {}
     for c in codes:
@@ -207,6 +234,10 @@ def tag_codes(text: str, codes: list[Candidate], keywords: dict[str, tuple[str, 
                     best = (at + len(w), entity)
         if best is not None:
             tags[str(c.value)] = best[1]
+            continue
+        shaped = [name for name, rx in (patterns or {}).items() if rx.fullmatch(str(c.value))]
+        if len(shaped) == 1:
+            tags[str(c.value)] = shaped[0]
     return tags
 
 

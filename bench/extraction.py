@@ -9,7 +9,11 @@ records/s and p50/p95 latency. Modes:
 * ``grounded-raw``    grounded values, enums by plain likelihood
 * ``grounded``        grounded values, enums by calibrated likelihood + schema lexical evidence
 
-Run: .venv/bin/python bench/extraction.py [--models smollm2,gemma3-270m] [--limit N]
+Sets: ``--set dev`` (bench/devset, used while building) or ``--set heldout`` (bench/heldout,
+written before the tuning it checks and never used to choose anything).
+``--errors FILE`` writes every wrong field as JSON lines, for error analysis on the dev set.
+
+Run: .venv/bin/python bench/extraction.py [--models smollm2,gemma3-270m] [--set dev|heldout] [--limit N]
 """
 
 from __future__ import annotations
@@ -57,9 +61,17 @@ def _grounded(value: Any, text: str) -> bool:
     return any(_norm(c.value) == _norm(value) for c in find_candidates(text, NOW))
 
 
-def evaluate(engine: LlamaCppEngine, domain: str, mode: str, limit: int, tmp: Path) -> dict[str, float]:
+def evaluate(
+    engine: LlamaCppEngine,
+    domain: str,
+    mode: str,
+    limit: int,
+    tmp: Path,
+    case_set: str = "devset",
+    errors: list[dict[str, Any]] | None = None,
+) -> dict[str, float]:
     schema = load_schema(PROJECT_ROOT / "schemas" / f"{domain}.json")
-    cases = importlib.import_module(f"devset.{domain}").CASES[:limit]
+    cases = importlib.import_module(f"{case_set}.{domain}").CASES[:limit]
     kind, calibrate, lexical = MODES[mode]
     embedder = None
     if mode == "grounded+sem":
@@ -92,6 +104,13 @@ def evaluate(engine: LlamaCppEngine, domain: str, mode: str, limit: int, tmp: Pa
             id_total += eid is not None
             continue
         hits["valid"] += 1
+        if errors is not None:
+            got = (d.event_type, d.entity.type, d.entity.id, d.entity.state)
+            for name, want, have in zip(("event_type", "entity_type", "id", "state"), (ev, etype, eid, state), got):
+                if want != have:
+                    errors.append(
+                        {"domain": domain, "mode": mode, "field": name, "text": text, "want": want, "got": have}
+                    )
         hits["event_type"] += d.event_type == ev
         hits["entity_type"] += d.entity.type == etype
         hits["state"] += d.entity.state == state
@@ -133,7 +152,11 @@ def main() -> None:
     ap.add_argument("--modes", default="greedy,grounded-raw,grounded,grounded+sem")
     ap.add_argument("--domains", default="customer_service,travel_assistant")
     ap.add_argument("--limit", type=int, default=10_000)
+    ap.add_argument("--set", choices=("dev", "heldout"), default="dev")
+    ap.add_argument("--errors", type=Path, help="write wrong fields here (JSON lines)")
     args = ap.parse_args()
+    case_set = "devset" if args.set == "dev" else "heldout"
+    errors: list[dict[str, Any]] | None = [] if args.errors else None
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as d:
         for model in args.models.split(","):
@@ -148,14 +171,18 @@ def main() -> None:
                         "model": model,
                         "domain": domain,
                         "mode": mode,
-                        **evaluate(engine, domain, mode, args.limit, Path(d) / model),
+                        "set": args.set,
+                        **evaluate(engine, domain, mode, args.limit, Path(d) / model, case_set, errors),
                     }
                     results.append(row)
                     print(json.dumps(row), file=sys.stderr, flush=True)
+    if args.errors and errors is not None:
+        args.errors.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors))
     cols = [
         "model",
         "domain",
         "mode",
+        "set",
         "cases",
         "valid",
         "event_type",

@@ -135,7 +135,7 @@ def test_lifecycle_commands_without_model(tmp_path, monkeypatch) -> None:  # typ
     mid = json.loads(migrated.output)["migration_id"]
     assert mid in run("schema", "migrations").output
     reverted = run("schema", "revert", mid)
-    assert reverted.exit_code == 0 and "back at 1.1" in reverted.output
+    assert reverted.exit_code == 0 and "back at 1.2" in reverted.output
     assert "(reverted)" in run("schema", "migrations").output
     again = run("schema", "revert", mid)
     assert again.exit_code == 1 and "already reverted" in again.output

@@ -151,3 +151,34 @@ def test_switching_prompt_families_restores_the_kv_prefix(real_engine) -> None: 
     assert np.array_equal(e.logits(), reference)
     assert e.stats["snapshot_restores"] == restores + 1
     assert e.stats["decoded_tokens"] - decoded <= 2  # not the whole prompt again
+
+
+# Sentences in neither the dev nor the held-out set: event type and id decided together.
+DECIDED = [
+    ("travel_assistant", "Please cancel BK-5150, plans changed", "booking_cancelled", "Booking", "BK-5150"),
+    ("travel_assistant", "Which gate does flight BK-2718 leave from?", "travel_question", "Booking", "BK-2718"),
+    ("customer_service", "订单 66123 的包裹到哪里了？", "user_inquiry", "Order", "66123"),
+    (
+        "customer_service",
+        "The kettle in order 70777 leaks, I want to complain",
+        "complaint_registered",
+        "ServiceTicket",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("domain", "text", "event", "entity", "entity_id"), DECIDED)
+def test_event_type_and_id_are_right_with_the_real_model(  # type: ignore[no-untyped-def]
+    real_engine, tmp_path, domain, text, event, entity, entity_id
+) -> None:
+    from appliance.extract import Extractor
+    from appliance.grammar import GrammarCache
+    from appliance.schema import load_schema
+
+    from .conftest import SCHEMAS
+
+    x = Extractor(load_schema(SCHEMAS / f"{domain}.json"), real_engine, GrammarCache(tmp_path))
+    r = x.extract(text, datetime(2026, 12, 2, 10, tzinfo=UTC))
+    assert r.draft is not None
+    assert (r.draft.event_type, r.draft.entity.type, r.draft.entity.id) == (event, entity, entity_id)

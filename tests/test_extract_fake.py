@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+import numpy as np
+
 from appliance.api import Appliance
 from appliance.extract import Extractor
 from appliance.grammar import GrammarCache
@@ -83,3 +85,28 @@ def test_negated_state_words_are_not_evidence() -> None:
     assert not _affirmed("it still hasn't shipped", "shipped")
     assert not _affirmed("我的订单还没发货", "发货")
     assert _affirmed("没问题，已发货", "已发货")
+
+
+def test_question_form_and_affirmed_keywords_are_event_evidence(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    x = Extractor(CS, FakeEngine(), GrammarCache(tmp_path))
+    names = CS.event_names
+    asked = dict(zip(names, x._cue_evidence("Has order 19191 shipped yet?")))
+    told = dict(zip(names, x._cue_evidence("I paid for order 19191")))
+    assert asked["user_inquiry"] > 0 > told["user_inquiry"]  # the schema marks it a question
+    assert told["payment_received"] > 0 and asked["payment_received"] == 0
+    negated = dict(zip(names, x._cue_evidence("I have not paid for order 61616 yet")))
+    assert negated["payment_received"] == 0  # "not paid" is no evidence of a payment
+
+
+def test_keyword_and_question_evidence_decide_what_the_model_does_not(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # The fake model has no view on events: with the cue evidence switched off, lexical
+    # overlap alone gets these two wrong; with it, the schema's keywords / question mark decide.
+    texts = {
+        "订单44144是不是已经签收了？": "user_inquiry",
+        "Your courier was rude, order 21212, complaint": "complaint_registered",
+    }
+    x = Extractor(CS, FakeEngine(preferences={"Order": 5.0}), GrammarCache(tmp_path))
+    got = {t: x.extract(t, NOW).draft.event_type for t in texts}  # type: ignore[union-attr]
+    assert got == texts
+    monkeypatch.setattr(x, "_cue_evidence", lambda text: np.zeros(len(CS.event_types)))
+    assert all(x.extract(t, NOW).draft.event_type != want for t, want in texts.items())  # type: ignore[union-attr]

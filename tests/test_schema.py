@@ -85,3 +85,10 @@ def test_examples_must_fit_the_schema() -> None:
 def test_missing_file_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(SchemaError, match="cannot read"):
         load_schema(tmp_path / "absent.json")
+
+
+def test_id_pattern_must_be_a_regular_expression() -> None:
+    data = json.loads((SCHEMAS / "travel_assistant.json").read_text())
+    data["entities"]["Booking"]["resolution"]["id_pattern"] = "BK-(\\d+"
+    with pytest.raises(SchemaError, match="id_pattern"):
+        parse_schema(data)

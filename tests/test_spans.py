@@ -1,8 +1,9 @@
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
-from appliance.spans import find_candidates, lexical_similarity, normalise_number, tag_codes
+from appliance.spans import find_candidates, is_question, lexical_similarity, normalise_number, tag_codes
 
 NOW = datetime(2026, 12, 2, 10)
 
@@ -57,3 +58,27 @@ def test_corrections_rule_out_the_negated_id() -> None:
     assert _by_role("不是订单11111，是订单11112")["code"] == ["11112"]
     assert "BK-78" in _by_role("not BK-77, I meant cancel BK-78")["code"]
     assert "BK-77" not in _by_role("not BK-77, I meant cancel BK-78")["code"]
+
+
+def test_tag_codes_falls_back_to_the_declared_id_shape() -> None:
+    text = "Cancel BK-44 for trip TR-9, and U-7 as well"
+    codes = [c for c in find_candidates(text, NOW) if c.role == "code"]
+    shapes = {"Booking": re.compile(r"BK-\d+"), "Traveler": re.compile(r"[A-Z]-\d+")}
+    tags = tag_codes(text, codes, {"Trip": ("trip",)}, shapes)
+    # keyword first (TR-9 matches no shape but "trip" precedes it); shape for the rest;
+    # U-7 matches one shape only; BK-44 matches only Booking (fullmatch, not search)
+    assert tags == {"TR-9": "Trip", "BK-44": "Booking", "U-7": "Traveler"}
+    assert tag_codes(text, codes, {}, {"A": re.compile(r"\w+-\d+"), "B": re.compile(r"BK-\d+")}).get("BK-44") is None
+
+
+def test_is_question_english_and_chinese() -> None:
+    asks = [
+        "Where is order 20455 now",
+        "has it shipped?",
+        "订单44144是不是已经签收了",
+        "请问什么时候到",
+        "我的订单到哪了",
+    ]
+    tells = ["I paid for order 555 today", "订单87878发错货了", "Your courier was rude, order 21212", "Cancel BK-44"]
+    assert all(is_question(t) for t in asks)
+    assert not any(is_question(t) for t in tells)

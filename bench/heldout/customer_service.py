@@ -49,7 +49,14 @@ CASES = [
         {"order_id": "20455"},
     ),
     ("订单 30988 的机器有异响，我要投诉", "complaint_registered", "ServiceTicket", None, "open", {"order_id": "30988"}),
-    ("The shoes from order 41515 fell apart in a day", "complaint_registered", "ServiceTicket", None, "open", {"order_id": "41515"}),
+    (
+        "The shoes from order 41515 fell apart in a day",
+        "complaint_registered",
+        "ServiceTicket",
+        None,
+        "open",
+        {"order_id": "41515"},
+    ),
     ("你们发错了颜色，订单 50124", "complaint_registered", "ServiceTicket", None, "open", {"order_id": "50124"}),
     (
         "I'm filing a complaint: order 60022 was left in the rain and ruined",
@@ -76,7 +83,14 @@ CASES = [
         "open",
         {"order_id": "92346"},
     ),
-    ("工单 W-200：订单 12678 漏发配件，投诉", "complaint_registered", "ServiceTicket", "W-200", "open", {"order_id": "12678"}),
+    (
+        "工单 W-200：订单 12678 漏发配件，投诉",
+        "complaint_registered",
+        "ServiceTicket",
+        "W-200",
+        "open",
+        {"order_id": "12678"},
+    ),
     (
         "This is the second time order 13579 is defective, terrible service",
         "complaint_registered",

@@ -5,7 +5,14 @@ Message time is 2026-12-02T10:00. Written before the 2026-12-02 accuracy work; n
 
 CASES = [
     # --- trip_planned ---
-    ("I'm planning a trip to Barcelona in March", "trip_planned", "Trip", None, "planned", {"destination": "Barcelona"}),
+    (
+        "I'm planning a trip to Barcelona in March",
+        "trip_planned",
+        "Trip",
+        None,
+        "planned",
+        {"destination": "Barcelona"},
+    ),
     ("我打算下个月去西安玩", "trip_planned", "Trip", None, "planned", {"destination": "西安"}),
     (
         "Trip TR-55 to Oslo, budget 3000 euros",
@@ -24,11 +31,32 @@ CASES = [
         "planned",
         {"destination": "三亚", "budget": 10000.0},
     ),
-    ("Thinking of a trip to Seoul next week, trip TR-61", "trip_planned", "Trip", "TR-61", "planned", {"destination": "Seoul"}),
+    (
+        "Thinking of a trip to Seoul next week, trip TR-61",
+        "trip_planned",
+        "Trip",
+        "TR-61",
+        "planned",
+        {"destination": "Seoul"},
+    ),
     # --- booking_made ---
-    ("I booked a hotel in Milan, confirmation BK-3030", "booking_made", "Booking", "BK-3030", "confirmed", {"kind": "hotel"}),
+    (
+        "I booked a hotel in Milan, confirmation BK-3030",
+        "booking_made",
+        "Booking",
+        "BK-3030",
+        "confirmed",
+        {"kind": "hotel"},
+    ),
     ("机票订好了，预订号 BK-919", "booking_made", "Booking", "BK-919", "confirmed", {"kind": "机票"}),
-    ("Reserved a train seat for Dec 15, booking BK-44", "booking_made", "Booking", "BK-44", "confirmed", {"date": "2026-12-15"}),
+    (
+        "Reserved a train seat for Dec 15, booking BK-44",
+        "booking_made",
+        "Booking",
+        "BK-44",
+        "confirmed",
+        {"date": "2026-12-15"},
+    ),
     (
         "Booking BK-71 for trip TR-55 is confirmed, 200 dollars",
         "booking_made",
@@ -38,8 +66,22 @@ CASES = [
         {"trip_id": "TR-55", "price": 200.0},
     ),
     ("我预订了明天的酒店，BK-620", "booking_made", "Booking", "BK-620", "confirmed", {"date": "2026-12-03"}),
-    ("Booked a rental car with Sixt, reservation BK-512", "booking_made", "Booking", "BK-512", "confirmed", {"provider": "Sixt"}),
-    ("Flight for trip TR-60 booked, confirmation BK-61", "booking_made", "Booking", "BK-61", "confirmed", {"trip_id": "TR-60"}),
+    (
+        "Booked a rental car with Sixt, reservation BK-512",
+        "booking_made",
+        "Booking",
+        "BK-512",
+        "confirmed",
+        {"provider": "Sixt"},
+    ),
+    (
+        "Flight for trip TR-60 booked, confirmation BK-61",
+        "booking_made",
+        "Booking",
+        "BK-61",
+        "confirmed",
+        {"trip_id": "TR-60"},
+    ),
     # --- booking_cancelled ---
     ("Please cancel booking BK-3030", "booking_cancelled", "Booking", "BK-3030", "cancelled", {}),
     ("我要取消预订号 BK-919 的机票", "booking_cancelled", "Booking", "BK-919", "cancelled", {}),

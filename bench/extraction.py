@@ -32,7 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from appliance.config import PROJECT_ROOT  # noqa: E402
-from appliance.engine import LlamaCppEngine, resolve_model_path  # noqa: E402
+from appliance.engine import LlamaCppEngine, available_models, resolve_model_path  # noqa: E402
 from appliance.extract import Extractor  # noqa: E402
 from appliance.grammar import GrammarCache  # noqa: E402
 from appliance.schema import load_schema  # noqa: E402
@@ -146,9 +146,26 @@ def evaluate(
     }
 
 
+def _available() -> list[str]:
+    """Every model this machine can run without a download: the shipped aliases, then each
+    other GGUF in models/ (the assembled Gemma file is its alias, not a second model)."""
+    names: list[str] = []
+    seen: set[Path] = set()
+    for m in available_models(PROJECT_ROOT / "models"):
+        try:
+            path = resolve_model_path(m["name"], PROJECT_ROOT / "models").resolve()
+        except Exception as exc:  # noqa: BLE001 - reported, the others still run
+            print(f"{m['name']}: unavailable ({exc})", file=sys.stderr)
+            continue
+        if path not in seen:
+            seen.add(path)
+            names.append(m["name"])
+    return names
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--models", default="smollm2,gemma3-270m")
+    ap.add_argument("--models", default="all", help="comma-separated, or all: every model available here")
     ap.add_argument("--modes", default="greedy,grounded-raw,grounded,grounded+sem")
     ap.add_argument("--domains", default="customer_service,travel_assistant")
     ap.add_argument("--limit", type=int, default=10_000)
@@ -158,8 +175,9 @@ def main() -> None:
     case_set = "devset" if args.set == "dev" else "heldout"
     errors: list[dict[str, Any]] | None = [] if args.errors else None
     results: list[dict[str, Any]] = []
+    models = _available() if args.models == "all" else args.models.split(",")
     with tempfile.TemporaryDirectory() as d:
-        for model in args.models.split(","):
+        for model in models:
             try:
                 engine = LlamaCppEngine(resolve_model_path(model, PROJECT_ROOT / "models"))
             except Exception as exc:

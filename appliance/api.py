@@ -30,7 +30,7 @@ from .recall import run_query, summarise
 from .resolve import Resolver
 from .route import SchemaChoice, choose_schema
 from .schema import MemorySchema, load_schema, parse_schema
-from .spans import find_candidates, negated_values
+from .spans import find_candidates
 from .store import MemoryStore
 
 __all__ = ["Appliance", "resolve_schema", "MAX_TEXT_CHARS"]
@@ -197,15 +197,6 @@ class Appliance(LifecycleMixin):
         return new
 
     # --- record -----------------------------------------------------------------------
-    def _corrected_event(self, sch: MemorySchema, text: str, session_id: str) -> str | None:
-        """The event type of the session's latest record about an id this message rules out
-        ("Sorry, not 12345, I meant 12354" restates that record; it names no event itself)."""
-        for wrong in sorted(negated_values(text)):
-            earlier = self.store.records_where("m.session_id = ? AND m.entity_id = ?", [session_id, wrong], limit=1)
-            if earlier and earlier[0].event_type in sch.event_names:
-                return earlier[0].event_type
-        return None
-
     def record(
         self,
         text: Any,
@@ -234,7 +225,9 @@ class Appliance(LifecycleMixin):
             try:
                 extractor.on_progress = on_progress
                 try:
-                    result = extractor.extract(text, now, corrects=self._corrected_event(sch, text, session_id))
+                    result = extractor.extract(
+                        text, now, corrects=Resolver(sch, self.store).corrected_event(text, session_id)
+                    )
                 finally:
                     extractor.on_progress = None
             except InputError as exc:  # e.g. context overflow: keep the text, flag it

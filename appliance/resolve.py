@@ -119,17 +119,36 @@ class Resolver:
         res.notes.append(f"new {ent.name} {minted} (system key; {shown})")
         return minted
 
+    def corrected_event(self, text: str, session_id: str) -> str | None:
+        """The event type of the session's latest record about an id ``text`` rules out
+        ("Sorry, not 12345, I meant 12354" restates that record; it names no event itself)."""
+        for wrong in sorted(negated_values(text)):
+            earlier = self._latest_about(session_id, wrong)
+            if earlier is not None and earlier.event_type in self.schema.event_names:
+                return earlier.event_type
+        return None
+
     def _correction(self, res: Resolution, rec: MemoryRecord, ent: EntityType, entity_id: str) -> None:
         for wrong in negated_values(rec.source_text) - {entity_id}:
-            earlier = self.store.records_where(
-                "m.session_id = ? AND m.entity_type = ? AND m.entity_id = ? AND m.memory_id <> ?",
-                [rec.session_id, ent.name, wrong, rec.memory_id],
-                limit=1,
-            )
-            if earlier:
-                res.correction = (earlier[0].memory_id, ent.name, wrong, entity_id)
-                res.notes.append(f"corrects memory {earlier[0].memory_id[:8]}: {ent.name} {wrong} → {entity_id}")
+            earlier = self._latest_about(rec.session_id, wrong, ent.name, besides=rec.memory_id)
+            if earlier is not None:
+                res.correction = (earlier.memory_id, ent.name, wrong, entity_id)
+                res.notes.append(f"corrects memory {earlier.memory_id[:8]}: {ent.name} {wrong} → {entity_id}")
                 return
+
+    def _latest_about(
+        self, session_id: str, entity_id: str, entity_type: str | None = None, besides: str | None = None
+    ) -> MemoryRecord | None:
+        """The session's newest record about ``entity_id`` (of ``entity_type``; not ``besides``)."""
+        where, params = ["m.session_id = ?", "m.entity_id = ?"], [session_id, entity_id]
+        if entity_type is not None:
+            where.append("m.entity_type = ?")
+            params.append(entity_type)
+        if besides is not None:
+            where.append("m.memory_id <> ?")
+            params.append(besides)
+        found = self.store.records_where(" AND ".join(where), params, limit=1)
+        return found[0] if found else None
 
     def _rebuilt(
         self, rec: MemoryRecord, ent: EntityType, entity_id: str | None, attrs: dict[str, Any]

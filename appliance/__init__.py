@@ -1,9 +1,10 @@
 """Offline, schema-constrained memory for LLM agents."""
 
 from .api import Appliance
+from .domain.loading import load_schema, parse_schema
+from .domain.records import MemoryRecord, RecallQuery, RecallResult
+from .domain.schema import MemorySchema
 from .errors import ApplianceError
-from .memory import MemoryRecord, RecallQuery, RecallResult
-from .schema import MemorySchema, load_schema, parse_schema
 
 __all__ = [
     "Appliance",

@@ -1,3 +1,3 @@
-from .cli import main
+from .edges.cli import main
 
 main()

@@ -1,8 +1,17 @@
-"""The ``Appliance`` facade: wires schema → grammar → engine → extract → store → recall.
+"""The ``Appliance`` facade: wires schema → grammar → model → extract → store → recall.
 
-Everything the CLI, the panel and the HTTP edge do goes through here. The model is loaded
-lazily (schema commands never pay for it) and one lock serialises generation, because a
-llama.cpp context holds exactly one conversation state.
+Everything the CLI, the panel and the HTTP edge do goes through here; it holds no SQL and no
+recall policy. The model is loaded lazily (schema commands never pay for it) and one lock
+serialises generation, because a llama.cpp context holds exactly one conversation state.
+
+The record path, one step per room:
+
+1. ``domain.inputs``      — clean the text and session id
+2. ``extract.routing``    — choose the schema when several are loaded
+3. ``extract.extractor``  — grounded, grammar-constrained record draft
+4. ``model.embed``        — the text's sentence vector (cached from extraction's evidence)
+5. ``lifecycle.resolve``  — which stored entity it is about (rules, suffixes, corrections)
+6. ``store.write``        — one transaction: memory, entities, merges, correction, vector
 """
 
 from __future__ import annotations
@@ -18,38 +27,32 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from .config import Settings
-from .embed import Embedder, MiniLMEmbedder, embedder_available
-from .engine import Engine, LlamaCppEngine, resolve_model_path
+from .domain.drafts import draft_model
+from .domain.inputs import MAX_TEXT_CHARS, clean_session, clean_text
+from .domain.links import derive_relationships, derived_links, mentions_of, relationship_of
+from .domain.loading import load_schema, parse_schema
+from .domain.records import Entity, MemoryRecord, RecallQuery, RecallResult, Relationship
+from .domain.schema import MemorySchema
 from .errors import InputError, QueryError, SchemaError
-from .extract import ExtractMode, Extractor, derive_relationships, derived_links, mentions_of, relationship_of
-from .grammar import CompiledGrammar, GrammarCache
-from .lifecycle import LifecycleMixin
-from .memory import MemoryRecord, RecallQuery, RecallResult, SemanticHit, draft_model
-from .question import QuestionParser
-from .recall import run_query, summarise
-from .resolve import Resolver
-from .route import SchemaChoice, choose_schema
-from .schema import MemorySchema, load_schema, parse_schema
-from .spans import find_candidates
+from .extract.extractor import ExtractMode, Extractor
+from .extract.routing import SchemaChoice, choose_schema
+from .lifecycle.forgetting import Decision
+from .lifecycle.migrate import MigrationPlan, MigrationSpec
+from .lifecycle.resolve import Resolver
+from .lifecycle.service import LifecycleService
+from .model.embed import Embedder, embedder_available, shared_embedder
+from .model.engine import Engine, LlamaCppEngine, resolve_model_path
+from .model.grammar import CompiledGrammar, GrammarCache
+from .recall.question import QuestionParser
+from .recall.service import RecallService
 from .store import MemoryStore
 
-__all__ = ["Appliance", "resolve_schema", "MAX_TEXT_CHARS"]
+__all__ = ["Appliance", "resolve_schema", "MAX_TEXT_CHARS", "clean_text", "clean_session"]
 
-MAX_TEXT_CHARS = 20_000
-SEMANTIC_MIN_SCORE = 0.35  # cosine; below this a "related" memory is noise (all-MiniLM-L6-v2)
-_EMBEDDER: Embedder | None = None
 SchemaSpec = str | Path | MemorySchema | dict[str, Any]
 
 
-def _shared_embedder() -> Embedder:
-    """One MiniLM per process: loading torch and the weights costs seconds."""
-    global _EMBEDDER
-    if _EMBEDDER is None:
-        _EMBEDDER = MiniLMEmbedder()
-    return _EMBEDDER
-
-
-def resolve_schema(schema: str | Path | MemorySchema | dict[str, Any], schema_dir: Path) -> MemorySchema:
+def resolve_schema(schema: SchemaSpec, schema_dir: Path) -> MemorySchema:
     """A schema object, dict, file path, or the name of a shipped schema."""
     if isinstance(schema, MemorySchema):
         return schema
@@ -65,32 +68,8 @@ def resolve_schema(schema: str | Path | MemorySchema | dict[str, Any], schema_di
     raise SchemaError(f"no schema named {str(schema)!r}", hint=f"use a file path or one of: {names}")
 
 
-def clean_text(text: Any, what: str = "text") -> str:
-    """Refuse what cannot be a message: non-strings, empty, binary, oversize."""
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError:
-            raise InputError(f"the {what} is binary data, not UTF-8 text") from None
-    if not isinstance(text, str):
-        raise InputError(f"the {what} must be a string, not {type(text).__name__}")
-    text = text.replace("\x00", "").strip()
-    if not text:
-        raise InputError(f"the {what} is empty")
-    if len(text) > MAX_TEXT_CHARS:
-        raise InputError(
-            f"the {what} has {len(text)} characters, at most {MAX_TEXT_CHARS}", hint="split it into several messages"
-        )
-    control = sum(1 for ch in text if ord(ch) < 32 and ch not in "\n\r\t")
-    if control > max(3, len(text) // 10):
-        raise InputError(f"the {what} looks like binary data ({control} control characters)")
-    return text
-
-
-class Appliance(LifecycleMixin):
-    """Offline memory for agents: ``record`` what you are told, ``recall`` what you need.
-
-    Lifecycle operations (compact, forget, end_session, migrate) come from ``lifecycle``."""
+class Appliance:
+    """Offline memory for agents: ``record`` what you are told, ``recall`` what you need."""
 
     def __init__(
         self,
@@ -103,7 +82,8 @@ class Appliance(LifecycleMixin):
     ) -> None:
         self.settings = settings or Settings.from_env()
         if embedder == "auto":
-            embedder = _shared_embedder() if self.settings.semantic and embedder_available() else None
+            name = self.settings.encoder
+            embedder = shared_embedder(name) if self.settings.semantic and embedder_available(name) else None
         self.embedder: Embedder | None = embedder if not isinstance(embedder, str) else None
         specs: list[SchemaSpec] = list(schema) if isinstance(schema, (list, tuple)) else [schema]  # type: ignore[list-item]
         if not specs:
@@ -117,13 +97,18 @@ class Appliance(LifecycleMixin):
             self.schemas[sch.domain] = sch
         self.schema = loaded[0]
         self.compiled: CompiledGrammar = self.grammars.compile(self.schema)
-        self.store = MemoryStore(db if db is not None else self.settings.db_path)
+        encoder = self.embedder.name if self.embedder is not None else self.settings.encoder
+        self.store = MemoryStore(db if db is not None else self.settings.db_path, encoder=_known(encoder))
         self.mode = mode
         self._model_spec = model if model is not None else self.settings.model
         self._engine: Engine | None = model if (model is not None and not isinstance(model, str)) else None
         self._extractors: dict[str, Extractor] = {}
         self._parsers: dict[str, QuestionParser] = {}
         self._lock = threading.Lock()
+        self.recaller = RecallService(self.store, self.embedder)
+        self.lifecycle = LifecycleService(
+            self.store, self.grammars, lambda: list(self.schemas.values()), lambda: self.engine, self._lock
+        )
 
     # --- model ------------------------------------------------------------------------
     @property
@@ -176,7 +161,7 @@ class Appliance(LifecycleMixin):
         return next((x for x in self.schemas.values() if x.schema_id == schema_id), self.schema)
 
     # --- schema -----------------------------------------------------------------------
-    def set_schema(self, schema: str | Path | MemorySchema | dict[str, Any], force: bool = False) -> CompiledGrammar:
+    def set_schema(self, schema: SchemaSpec, force: bool = False) -> CompiledGrammar:
         """Validate, compile and switch to another schema (stored records are kept)."""
         new = resolve_schema(schema, self.settings.schema_dir)
         compiled = self.grammars.compile(new, force=force)
@@ -232,7 +217,7 @@ class Appliance(LifecycleMixin):
                     extractor.on_progress = None
             except InputError as exc:  # e.g. context overflow: keep the text, flag it
                 rec = MemoryRecord(**base, status="unparsed", confidence=0.0, note=exc.message)
-                return self.store.add_record(rec)
+                return self._store(sch, rec)
         if result.draft is None:
             rec = MemoryRecord(
                 **base,
@@ -241,7 +226,7 @@ class Appliance(LifecycleMixin):
                 raw_output=result.raw_output[:4000],
                 note=result.note or "no valid record",
             )
-            return self.store.add_record(rec)
+            return self._store(sch, rec)
         d = result.draft
         ent = sch.entity(d.entity.type)
         status: Literal["ok", "needs_review"] = (
@@ -263,44 +248,35 @@ class Appliance(LifecycleMixin):
             relationships=[relationship_of(r.model_dump()) for r in d.relationships],
             mentions=mentions_of(sch, ent, d.entity.attributes),
         )
-        stored = self._store_resolved(rec)
-        self._embed([stored])
-        return stored
+        return self._store(sch, rec)
 
-    def _store_resolved(self, rec: MemoryRecord) -> MemoryRecord:
-        """Apply the schema's resolution rules, store, then the merges/corrections they imply.
+    def _store(self, schema: MemorySchema, rec: MemoryRecord) -> MemoryRecord:
+        """Resolve and store in one transaction (memory, entities, merges, correction, vector).
 
-        One lock around read-resolve-write, so two records cannot both mint or merge the
-        same entity."""
+        One lock around read-resolve-write, so two records cannot both mint or merge the same
+        entity."""
+        vector = self._vector(rec.source_text)
         with self._lock:
-            res = Resolver(self.schema_by_id(rec.schema_id), self.store).resolve(rec)
-            stored = self.store.add_record(res.record)
-            for etype, eid in res.partial_ids:
-                self.store.mark_partial_id(stored.session_id, etype, eid)
-            for etype, old, new, rule in res.merges:
-                self.store.merge_entities(stored.session_id, etype, old, new, rule, stored.memory_id)
-            if res.correction is not None:
-                earlier, etype, old, new = res.correction
-                self.store.relink_record(earlier, etype, old, new, by_memory=stored.memory_id)
-        return stored
+            plan = Resolver(schema, self.store).resolve(rec)
+            plan.vector = vector
+            return self.store.write(plan)
 
-    def _embed(self, records: list[MemoryRecord]) -> None:
-        """Store sentence vectors for records; a failure here never loses the record itself
+    def _vector(self, text: str) -> Any:
+        """The text's sentence vector, or None: a failing encoder never loses the record
         (``backfill_vectors`` embeds whatever is missing)."""
-        if self.embedder is None or not records:
-            return
+        if self.embedder is None:
+            return None
         try:
-            vecs = self.embedder.encode([r.source_text for r in records])
-            self.store.add_vectors([(r.memory_id, r.session_id, v) for r, v in zip(records, vecs)])
+            return self.embedder.encode([text])[0]
         except Exception:  # noqa: BLE001 - embedding is an optional complement
-            return
+            return None
 
     def backfill_vectors(self, batch: int = 256) -> int:
-        """Embed stored records that have no vector yet; returns how many were embedded."""
+        """Embed stored records that have no vector of the active encoder; returns how many."""
         if self.embedder is None:
             return 0
         done = 0
-        while rows := self.store.memories_without_vectors(batch):
+        while rows := self.store.vectors.missing(batch):
             vecs = self.embedder.encode([t for _, _, t in rows])
             self.store.add_vectors([(m, s, v) for (m, s, _), v in zip(rows, vecs)])
             done += len(rows)
@@ -314,43 +290,7 @@ class Appliance(LifecycleMixin):
         sch, _ = self.schema_for(question, schema)
         with self._lock:
             parsed = self.parser_for(sch).parse(question, datetime.now(UTC))
-        query = parsed.query or RecallQuery()
-        result = self.query(query, session_id, question=question, schema=sch.domain)
-        result.raw_output = parsed.raw_output
-        partial = ""
-        if not result.hits and query.chain:
-            # Nothing at the end of the path: show what the conditions matched at its start.
-            start = self.query(query.model_copy(update={"hop": None, "hops": []}), session_id, schema=sch.domain)
-            for h in start.hits:
-                h.path = "structured (path start)"
-            result.hits = start.hits
-            if start.hits:
-                partial = f"No {query.result_type} reached from these through {', '.join(h.relationship for h in query.chain)}.\n"
-        seen = {m.memory_id for h in result.hits for m in h.memories}
-        extra: dict[str, MemoryRecord] = {}
-        if not result.hits:
-            # The structured path found nothing: fall back to the message text itself.
-            words = [str(c.surface) for c in find_candidates(question, datetime.now(UTC))]
-            for w in words[:3]:
-                for m in self.store.records_where(
-                    "m.session_id = ? AND contains(m.source_text, ?)", [session_id, w], limit=5
-                ):
-                    extra[m.memory_id] = m
-        if self.embedder is not None:
-            try:
-                vec = self.embedder.encode([question])[0]
-                found = self.store.semantic_search(
-                    None if query.all_sessions else session_id, vec, k=5, min_score=SEMANTIC_MIN_SCORE
-                )
-            except Exception:  # noqa: BLE001 - the structured answer stands on its own
-                found = []
-            result.semantic = [
-                SemanticHit(memory=m, score=round(sc, 4))
-                for m, sc in found
-                if m.memory_id not in seen and m.memory_id not in extra
-            ]
-        result.context = partial + summarise(result.hits, list(extra.values()), result.semantic)
-        return result
+        return self.recaller.recall(sch, parsed, question, session_id)
 
     def query(
         self,
@@ -366,13 +306,42 @@ class Appliance(LifecycleMixin):
         except ValidationError as exc:
             err = exc.errors()[0]
             raise QueryError(f"invalid query at {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
-        sql, params, hits = run_query(self.store, sch, q, clean_session(session_id))
-        return RecallResult(question=question, query=q, sql=sql, params=params, hits=hits, context=summarise(hits))
+        return self.recaller.query(sch, q, clean_session(session_id), question)
+
+    # --- reading ------------------------------------------------------------------------
+    def get_record(self, memory_id: str) -> MemoryRecord | None:
+        return self.store.records.get(memory_id)
+
+    def list_records(
+        self, session: str | None = None, search: str = "", limit: int = 100, offset: int = 0, status: str | None = None
+    ) -> list[MemoryRecord]:
+        return self.store.records.page(session=session, search=search, limit=limit, offset=offset, status=status)
+
+    def list_entities(self, session: str | None = None, limit: int = 200) -> list[Entity]:
+        return self.store.entities.page(session=session, limit=limit)
+
+    def get_entity(self, session: str, etype: str, eid: str) -> Entity | None:
+        return self.store.entities.get(session, etype, eid)
+
+    def entity_history(self, session: str, etype: str, eid: str) -> list[dict[str, Any]]:
+        return self.store.entities.history(session, etype, eid)
+
+    def list_relationships(self, session: str | None = None, limit: int = 500) -> list[Relationship]:
+        return self.store.list_relationships(session=session, limit=limit)
+
+    def list_merges(self, session: str | None = None) -> list[dict[str, Any]]:
+        return self.store.merges.recent(session)
+
+    def list_migrations(self) -> list[dict[str, Any]]:
+        return self.store.lifecycle.list_migrations()
+
+    def forget_log(self, limit: int = 200) -> list[dict[str, Any]]:
+        return self.store.lifecycle.forget_log(limit)
 
     # --- editing ----------------------------------------------------------------------
     def edit_record(self, memory_id: str, changes: dict[str, Any]) -> MemoryRecord:
         """Change a record's fields; the result must still validate against the schema."""
-        rec = self.store.get_record(memory_id)
+        rec = self.store.records.get(memory_id)
         if rec is None:
             raise QueryError(f"no memory with id {memory_id!r}")
         sch = self.schema_by_id(rec.schema_id)
@@ -415,7 +384,8 @@ class Appliance(LifecycleMixin):
             draft_model(sch).model_validate(draft)
         except ValidationError as exc:
             # Union errors list every entity branch: report the branch of this entity type.
-            errs = [e for e in exc.errors() if f"{ent.name}Entity" in map(str, e["loc"])] or exc.errors()
+            idx = sch.entity_names.index(ent.name)
+            errs = [e for e in exc.errors() if f"E{idx}Entity" in map(str, e["loc"])] or exc.errors()
             loc = ".".join(str(p) for p in errs[0]["loc"] if not str(p).endswith("Entity"))
             raise QueryError(f"invalid value at {loc}: {errs[0]['msg']}") from None
         fields = {
@@ -423,7 +393,7 @@ class Appliance(LifecycleMixin):
             "attributes": attrs,
             "status": status,
         }
-        return self.store.update_record(memory_id, **fields)
+        return self.store.records.update(memory_id, **fields)
 
     def delete_record(self, memory_id: str) -> bool:
         return self.store.delete_record(memory_id)
@@ -432,10 +402,13 @@ class Appliance(LifecycleMixin):
     def export_jsonl(self, path: Path) -> int:
         n = 0
         with Path(path).open("w", encoding="utf-8") as fh:
-            for rec in self.store.iter_records():
+            for rec in self.store.records.iter():
                 fh.write(rec.model_dump_json() + "\n")
                 n += 1
         return n
+
+    def export_parquet(self, path: Path) -> int:
+        return self.store.records.export_parquet(Path(path))
 
     def import_jsonl(self, path: Path) -> tuple[int, list[str]]:
         """Import records exported by ``export_jsonl``; bad lines are reported, not fatal."""
@@ -450,11 +423,13 @@ class Appliance(LifecycleMixin):
     def import_parquet(self, path: Path) -> tuple[int, list[str]]:
         """Import a Parquet export (memory rows; relationships are re-derived from refs)."""
         parsed: list[tuple[int, MemoryRecord | str]] = []
-        for i, row in enumerate(self.store.read_parquet_rows(Path(path)), 1):
-            row = {("timestamp" if k == "ts" else k): v for k, v in row.items()}
+        for i, raw in enumerate(self.store.records.read_parquet_rows(Path(path)), 1):
+            row: dict[str, Any] = {("timestamp" if k == "ts" else k): v for k, v in raw.items()}
             row["attributes"] = json.loads(row.get("attributes") or "{}")
+            row["spans"] = json.loads(row.get("spans") or "{}")
+            fields = {k: v for k, v in row.items() if k not in ("recorded_at", "request_id") and v is not None}
             try:
-                rec = MemoryRecord.model_validate({k: v for k, v in row.items() if v is not None})
+                rec = MemoryRecord.model_validate(fields)
             except ValidationError as exc:
                 parsed.append((i, exc.errors()[0]["msg"]))
                 continue
@@ -466,7 +441,7 @@ class Appliance(LifecycleMixin):
 
     def _import(self, parsed: list[tuple[int, MemoryRecord | str]]) -> tuple[int, list[str]]:
         problems: list[str] = []
-        existing = {r.memory_id for r in self.store.iter_records()}
+        existing = self.store.records.ids()
         batch: list[MemoryRecord] = []
         for where, item in parsed:
             if isinstance(item, str):
@@ -475,14 +450,14 @@ class Appliance(LifecycleMixin):
                 existing.add(item.memory_id)
                 batch.append(item)
         for start in range(0, len(batch), 5000):
-            self.store.add_records_bulk(batch[start : start + 5000])
+            self.store.write_many(batch[start : start + 5000])
         self.backfill_vectors()
         return len(batch), problems
 
     def schema_suggestions(self, limit: int = 5000) -> list[dict[str, Any]]:
         """Attributes (and entity types) that recur in stored records but not in the schema."""
         found: dict[tuple[str, str], list[str]] = {}
-        for rec in self.store.list_records(limit=limit):
+        for rec in self.store.records.page(limit=limit):
             if not rec.entity_type or rec.status == "unparsed":
                 continue
             try:
@@ -524,6 +499,54 @@ class Appliance(LifecycleMixin):
         walk(entity_type, entity_id, 1)
         return lines
 
+    # --- lifecycle (delegated) ---------------------------------------------------------------
+    def compact(
+        self,
+        entity_type: str | None = None,
+        min_records: int | None = None,
+        session_id: str | None = None,
+        dry_run: bool = False,
+        use_model: bool = True,
+    ) -> list[dict[str, Any]]:
+        """Summarise busy entities into one summary record each (see ``lifecycle.service``)."""
+        return self.lifecycle.compact(entity_type, min_records, session_id, dry_run=dry_run, use_model=use_model)
+
+    def summary_sources(self, summary_id: str) -> list[MemoryRecord]:
+        return self.lifecycle.summary_sources(summary_id)
+
+    def forget(
+        self, dry_run: bool = True, session_id: str | None = None, now: datetime | None = None
+    ) -> list[Decision]:
+        return self.lifecycle.forget(dry_run=dry_run, session_id=session_id, now=now)
+
+    def end_session(self, session_id: str, dry_run: bool = False) -> list[Decision]:
+        return self.lifecycle.end_session(session_id, dry_run=dry_run)
+
+    def plan_migration(self, target: MemorySchema, spec: MigrationSpec | dict[str, Any]) -> MigrationPlan:
+        return self.lifecycle.plan_migration(target, spec)
+
+    def migrate(self, target: MemorySchema, spec: MigrationSpec | dict[str, Any]) -> dict[str, Any]:
+        """Rewrite stored records for ``target`` and switch to it; refused if any record would not fit."""
+        done = self.lifecycle.migrate(self.schema, target, spec)
+        self.set_schema(target)
+        return done
+
+    def revert_migration(self, migration_id: str) -> dict[str, Any]:
+        """Restore every row a migration changed and switch back to the schema it came from."""
+        done, previous = self.lifecycle.revert_migration(migration_id)
+        self.set_schema(previous)
+        return done
+
+    def warm_up(self) -> None:
+        """Load the model and encoder and evaluate the default schema's prompts once, so the
+        first request of a server is as fast as the next (servers call this before serving)."""
+        with self._lock:
+            extractor = self.extractor_for(self.schema)
+            extractor.prepare()
+            self.parser_for(self.schema).prepare()
+        self._vector("warm up")
+
+    # --- status -------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         return {
             "schema": self.schema.domain,
@@ -545,10 +568,10 @@ class Appliance(LifecycleMixin):
         self.close()
 
 
-def clean_session(session_id: Any) -> str:
-    if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > 128:
-        raise InputError("session_id must be a non-empty string of at most 128 characters")
-    return session_id.strip()
+def _known(encoder: str) -> str:
+    from .store import ENCODER_TABLES
+
+    return encoder if encoder in ENCODER_TABLES else "use3"
 
 
 def _lines(path: Path) -> Iterable[str]:

@@ -29,6 +29,7 @@ class Settings(BaseModel):
     review_threshold: float
     grammar_backend: str  # outlines_core | llguidance (whole-record grammar decoding)
     semantic: bool  # embed records and complement structured recall with vector search
+    encoder: str  # sentence encoder: use3 (multilingual, numpy) | minilm (English, torch)
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -47,4 +48,5 @@ class Settings(BaseModel):
             review_threshold=float(e.get("APPLIANCE_REVIEW_THRESHOLD", "0.5")),
             grammar_backend=e.get("APPLIANCE_GRAMMAR_BACKEND", "llguidance"),
             semantic=e.get("APPLIANCE_SEMANTIC", "on").lower() not in ("0", "off", "false", "no"),
+            encoder=e.get("APPLIANCE_ENCODER", "minilm"),
         )

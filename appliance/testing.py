@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .engine import PLAIN, ChatFormat
+from .model.engine import PLAIN, ChatFormat
 
 __all__ = ["FakeEngine", "FakeEmbedder"]
 
@@ -83,6 +83,7 @@ class FakeEngine:
 class FakeEmbedder:
     """Bag-of-words hashing embedder: texts sharing words get similar vectors."""
 
+    name = "hashing"
     dim = 384
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:

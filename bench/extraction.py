@@ -32,11 +32,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from appliance.config import PROJECT_ROOT  # noqa: E402
-from appliance.engine import LlamaCppEngine, available_models, resolve_model_path  # noqa: E402
-from appliance.extract import Extractor  # noqa: E402
-from appliance.grammar import GrammarCache  # noqa: E402
-from appliance.schema import load_schema  # noqa: E402
-from appliance.spans import find_candidates  # noqa: E402
+from appliance.domain.loading import load_schema  # noqa: E402
+from appliance.extract.candidates import find_candidates  # noqa: E402
+from appliance.extract.extractor import Extractor  # noqa: E402
+from appliance.lang import language_for  # noqa: E402
+from appliance.model.engine import LlamaCppEngine, available_models, resolve_model_path  # noqa: E402
+from appliance.model.grammar import GrammarCache  # noqa: E402
 
 NOW = datetime(2026, 12, 2, 10)
 MODES = {
@@ -58,7 +59,7 @@ def _grounded(value: Any, text: str) -> bool:
         return True
     if str(value) in text:
         return True
-    return any(_norm(c.value) == _norm(value) for c in find_candidates(text, NOW))
+    return any(_norm(c.value) == _norm(value) for c in find_candidates(language_for(), text, NOW))
 
 
 def evaluate(
@@ -75,7 +76,7 @@ def evaluate(
     kind, calibrate, lexical = MODES[mode]
     embedder = None
     if mode == "grounded+sem":
-        from appliance.embed import MiniLMEmbedder
+        from appliance.model.embed import MiniLMEmbedder
 
         embedder = MiniLMEmbedder()
     x = Extractor(

@@ -19,14 +19,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from appliance.api import Appliance
-from appliance.cli import DEMO_MESSAGES
 from appliance.config import PROJECT_ROOT, Settings
-from appliance.decode import constrained_greedy, free_greedy
-from appliance.engine import LlamaCppEngine, resolve_model_path
-from appliance.grammar import GrammarCache
-from appliance.memory import Filter, MemoryRecord, RecallQuery
-from appliance.prompt import record_prompt
-from appliance.schema import load_schema
+from appliance.domain.loading import load_schema
+from appliance.domain.records import Filter, MemoryRecord, RecallQuery
+from appliance.edges.cli.main import DEMO_MESSAGES
+from appliance.model.decode import constrained_greedy, free_greedy
+from appliance.model.engine import LlamaCppEngine, resolve_model_path
+from appliance.model.grammar import GrammarCache
+from appliance.model.prompt import record_prompt
 from appliance.store import MemoryStore
 
 
@@ -74,8 +74,8 @@ def bench_generation(engine: LlamaCppEngine, tmp: Path, runs: int = 3) -> dict[s
         res["mask_ms_per_token"].append(con.mask_seconds * 1000 / max(1, len(con.tokens)))
         res["forced_share"].append(con.forced_tokens / max(1, len(con.tokens)))
     # llguidance backend on the same prompt and schema (fast-forwards forced tokens)
-    from appliance.decode import llguidance_greedy
-    from appliance.memory import draft_model
+    from appliance.domain.drafts import draft_model
+    from appliance.model.decode import llguidance_greedy
 
     t = time.perf_counter()
     engine.llguidance_matcher(compiled.record_schema)
@@ -182,16 +182,15 @@ def bench_store(tmp: Path, n: int) -> dict[str, float]:
     single_rate = single / (time.perf_counter() - t)
     t = time.perf_counter()
     for start in range(single, n, 50_000):
-        store.add_records_bulk([_synthetic(schema.schema_id, i, n) for i in range(start, min(n, start + 50_000))])
+        store.write_many([_synthetic(schema.schema_id, i, n) for i in range(start, min(n, start + 50_000))])
     bulk_rate = (n - single) / (time.perf_counter() - t) if n > single else 0.0
-    from appliance.recall import run_query
 
     def timed_queries(make: object, count: int) -> list[float]:
         lat = []
         for i in range(count):
             q, session = make(i)  # type: ignore[operator]
             t0 = time.perf_counter()
-            run_query(store, schema, q, session)
+            store.run_query(schema, q, session)
             lat.append(time.perf_counter() - t0)
         return lat
 

@@ -15,9 +15,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from appliance.engine import LlamaCppEngine, resolve_model_path  # noqa: E402
-from appliance.route import choose_schema  # noqa: E402
-from appliance.schema import load_schema  # noqa: E402
+from appliance.domain.loading import load_schema  # noqa: E402
+from appliance.extract.routing import choose_schema  # noqa: E402
+from appliance.model.engine import LlamaCppEngine, resolve_model_path  # noqa: E402
 from bench.devset import customer_service, travel_assistant  # noqa: E402
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from appliance.config import PROJECT_ROOT, Settings
-from appliance.memory import MemoryRecord
+from appliance.domain.records import MemoryRecord
 
 SCHEMAS = PROJECT_ROOT / "schemas"
 
@@ -84,9 +84,30 @@ def settings(tmp_path: Path) -> Settings:
     )
 
 
+@pytest.fixture(autouse=True)
+def _no_real_model_unless_marked(request, monkeypatch):  # type: ignore[no-untyped-def]
+    """A test not marked ``real_model`` cannot load a GGUF model (in-process): a slow,
+    unmarked end-to-end test is a mistake, and fakes are only for logic that is not the model."""
+    if request.node.get_closest_marker("real_model") is None:
+        from appliance.model.engine import LlamaCppEngine, check_gguf
+
+        def refuse(self, path, *args, **kwargs):  # type: ignore[no-untyped-def]
+            check_gguf(path)  # a bad file is still refused with its own clear error
+            raise RuntimeError(f"{request.node.nodeid} loads the real model but is not marked real_model")
+
+        monkeypatch.setattr(LlamaCppEngine, "__init__", refuse)
+    yield
+
+
 @pytest.fixture(scope="session")
-def real_engine():  # type: ignore[no-untyped-def]
-    """The shipped SmolLM2 model, loaded once per test session."""
-    from appliance.engine import LlamaCppEngine, resolve_model_path
+def _shared_real_engine():  # type: ignore[no-untyped-def]
+    from appliance.model.engine import LlamaCppEngine, resolve_model_path
 
     return LlamaCppEngine(resolve_model_path("smollm2", PROJECT_ROOT / "models"), n_ctx=2048)
+
+
+@pytest.fixture
+def real_engine(request, _shared_real_engine):  # type: ignore[no-untyped-def]
+    """The shipped SmolLM2 model, loaded once per test session; only for tests marked real_model."""
+    assert request.node.get_closest_marker("real_model"), f"{request.node.nodeid} must be marked real_model"
+    return _shared_real_engine

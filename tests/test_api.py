@@ -57,7 +57,7 @@ def test_export_import_roundtrip(app: Appliance, settings, tmp_path) -> None:  #
     path.write_text(path.read_text() + "{not json}\n")
     n, problems = other.import_jsonl(path)
     assert n == 0 and len(problems) == 1
-    app.store.export_parquet(tmp_path / "out.parquet")
+    app.store.records.export_parquet(tmp_path / "out.parquet")
     third = Appliance(schema="customer_service", db=tmp_path / "third.duckdb", model=FakeEngine(), settings=settings)
     n, problems = third.import_parquet(tmp_path / "out.parquet")
     assert n == 2 and not problems
@@ -66,8 +66,8 @@ def test_export_import_roundtrip(app: Appliance, settings, tmp_path) -> None:  #
 
 def test_model_output_cannot_inject_sql(app: Appliance, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Even if the model (or a broken grammar) produced hostile query JSON, it is checked."""
-    from appliance.memory import RecallQuery
-    from appliance.question import ParsedQuestion, QuestionParser
+    from appliance.domain.records import RecallQuery
+    from appliance.recall.question import ParsedQuestion, QuestionParser
 
     app.record("order 4567 is late", "s")
     hostile = [
@@ -120,4 +120,4 @@ def test_backfill_embeds_imported_records(settings, tmp_path) -> None:  # type: 
     plain.export_jsonl(tmp_path / "x.jsonl")
     hybrid = Appliance(db=tmp_path / "q.duckdb", model=FakeEngine(), settings=settings, embedder=FakeEmbedder())
     hybrid.import_jsonl(tmp_path / "x.jsonl")
-    assert hybrid.store.memories_without_vectors() == []
+    assert hybrid.store.vectors.missing() == []

@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
@@ -29,7 +30,9 @@ FLAGS = [
     "--disable-quic",
     "--no-first-run",
 ]
-DOCS = PROJECT_ROOT / "docs"
+# Screenshots go to a temp dir; `scripts/screenshots` sets APPLIANCE_SCREENSHOTS=docs to
+# regenerate the README's pictures on purpose (a test run never changes tracked files).
+SHOTS = os.environ.get("APPLIANCE_SCREENSHOTS")
 
 
 def _free_port() -> int:
@@ -56,11 +59,13 @@ def server(tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def]
         text=True,
     )
     url = f"http://127.0.0.1:{port}/"
-    for _ in range(120):
+    for _ in range(600):  # the server loads and warms the model before it listens
         try:
             urllib.request.urlopen(url, timeout=2)
             break
         except OSError:
+            if proc.poll() is not None:
+                raise RuntimeError("panel exited: " + (proc.stdout.read() if proc.stdout else "")) from None
             time.sleep(0.5)
     else:
         proc.kill()
@@ -71,7 +76,7 @@ def server(tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def page(server: str):  # type: ignore[no-untyped-def]
+def page(server: str, tmp_path_factory):  # type: ignore[no-untyped-def]
     from playwright.sync_api import sync_playwright
 
     outside: list[str] = []
@@ -91,14 +96,16 @@ def page(server: str):  # type: ignore[no-untyped-def]
         pg = ctx.new_page()
         pg.goto(server, wait_until="networkidle")
         pg.outside_requests = outside  # type: ignore[attr-defined]
+        pg.shots_dir = tmp_path_factory.mktemp("shots")  # type: ignore[attr-defined]
         yield pg
         browser.close()
     assert outside == [], f"requests left the machine: {outside}"
 
 
 def _shot(page, name: str) -> None:  # type: ignore[no-untyped-def]
-    DOCS.mkdir(exist_ok=True)
-    page.screenshot(path=str(DOCS / name), full_page=True)
+    target = Path(SHOTS) if SHOTS else page.shots_dir
+    target.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(target / name), full_page=True)
 
 
 def test_chat_records_and_memories_shows_it(page) -> None:  # type: ignore[no-untyped-def]

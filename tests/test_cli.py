@@ -6,7 +6,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from appliance.cli import main
+from appliance.edges.cli import main
 
 from .conftest import SCHEMAS, make_record
 
@@ -95,14 +95,15 @@ def test_lifecycle_commands_without_model(tmp_path, monkeypatch) -> None:  # typ
     db = str(tmp_path / "m.duckdb")
     with Appliance(db=db, model="none-needed", embedder=None) as app:
         for i in range(3):
-            app._store_resolved(
+            app._store(
+                app.schema,
                 make_record(
                     timestamp=datetime.now(UTC) - timedelta(days=400 * i),
                     schema_id=app.schema.schema_id,
                     source_text=f"where is order 4567? ({i})",
                     entity_type="Order",
                     entity_id="4567",
-                )
+                ),
             )
     run = lambda *a: CliRunner().invoke(main, ["--db", db, *a])  # noqa: E731
     dry = run("compact", "--entity-type", "Order", "--min-records", "3", "--dry-run")
@@ -135,7 +136,7 @@ def test_lifecycle_commands_without_model(tmp_path, monkeypatch) -> None:  # typ
     mid = json.loads(migrated.output)["migration_id"]
     assert mid in run("schema", "migrations").output
     reverted = run("schema", "revert", mid)
-    assert reverted.exit_code == 0 and "back at 1.2" in reverted.output
+    assert reverted.exit_code == 0 and "back at 1.3" in reverted.output
     assert "(reverted)" in run("schema", "migrations").output
     again = run("schema", "revert", mid)
     assert again.exit_code == 1 and "already reverted" in again.output

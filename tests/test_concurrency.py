@@ -10,7 +10,7 @@ from appliance.testing import FakeEngine
 def test_threads_recording_and_updating_one_entity_lose_nothing(settings) -> None:  # type: ignore[no-untyped-def]
     app = Appliance(db=settings.home / "m.duckdb", model=FakeEngine(preferences={"Order": 5.0}), settings=settings)
     app.record("order 4567 is late", "c")
-    ent = app.store.get_entity("c", "Order", "4567")
+    ent = app.store.entities.get("c", "Order", "4567")
     assert ent is not None
     errors: list[BaseException] = []
     stale = [0]
@@ -27,10 +27,10 @@ def test_threads_recording_and_updating_one_entity_lose_nothing(settings) -> Non
         try:
             for i in range(10):
                 while True:  # the documented retry path: re-read, re-apply
-                    cur = app.store.get_entity("c", "Order", "4567")
+                    cur = app.store.entities.get("c", "Order", "4567")
                     assert cur is not None
                     try:
-                        app.store.update_entity("c", "Order", "4567", cur.version, attributes={f"note_{n}_{i}": "x"})
+                        app.store.entities.update("c", "Order", "4567", cur.version, attributes={f"note_{n}_{i}": "x"})
                         updates[0] += 1
                         break
                     except StaleUpdateError:
@@ -45,10 +45,10 @@ def test_threads_recording_and_updating_one_entity_lose_nothing(settings) -> Non
     for t in threads:
         t.join()
     assert not errors, errors
-    final = app.store.get_entity("c", "Order", "4567")
+    final = app.store.entities.get("c", "Order", "4567")
     assert final is not None
     assert updates[0] == 30
     assert all(f"note_{n}_{i}" in final.attributes for n in range(3) for i in range(10))  # no lost update
     assert app.store.counts()["memories"] == 31
-    history = app.store.entity_history("c", "Order", "4567")
+    history = app.store.entities.history("c", "Order", "4567")
     assert [h["version"] for h in history] == list(range(1, len(history) + 1))  # no version lost or reused

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from appliance.crashcheck import run_crash_check
+from appliance.edges.crashcheck import run_crash_check
 
 
 def test_sigkill_during_records_loses_nothing_acknowledged(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from appliance.api import Appliance
+from appliance.domain.drafts import draft_model
+from appliance.domain.loading import parse_schema
 from appliance.errors import ApplianceError, SchemaError
-from appliance.memory import draft_model
-from appliance.schema import parse_schema
 from appliance.testing import FakeEngine
 
 from .conftest import SCHEMAS, stored_draft

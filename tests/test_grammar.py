@@ -7,9 +7,9 @@ import re
 import pytest
 from outlines_core import Index, Vocabulary
 
-from appliance.grammar import GrammarCache
-from appliance.memory import draft_model
-from appliance.schema import load_schema
+from appliance.domain.drafts import draft_model
+from appliance.domain.loading import load_schema
+from appliance.model.grammar import GrammarCache
 
 from .conftest import SCHEMAS
 

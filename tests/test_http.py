@@ -4,8 +4,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from appliance.api import Appliance
+from appliance.edges.http import build_http, serve_http
 from appliance.errors import UserError
-from appliance.http import build_http, serve_http
 from appliance.testing import FakeEngine
 
 

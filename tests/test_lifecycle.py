@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from appliance.api import Appliance
-from appliance.compact import SUMMARY_REGEX, grounded_sentence
+from appliance.domain.loading import parse_schema
+from appliance.domain.records import MemoryRecord
 from appliance.errors import SchemaError
-from appliance.memory import MemoryRecord
-from appliance.schema import parse_schema
+from appliance.lifecycle.compact import SUMMARY_REGEX, grounded_sentence
 from appliance.testing import FakeEngine
 
 from .conftest import SCHEMAS, record_for
@@ -46,7 +46,7 @@ def _add(
         event_type=event,
         attributes=attrs,
     )
-    return app._store_resolved(rec)
+    return app._store(app.schema, rec)
 
 
 def _raw() -> dict[str, Any]:
@@ -130,9 +130,9 @@ def test_age_policy_dry_run_then_real_run(app: Appliance) -> None:
     assert [d.memory_id for d in done] == [old.memory_id]
     assert app.store.get_record(old.memory_id) is None
     assert app.store.get_record(recent.memory_id) is not None and app.store.get_record(paid.memory_id) is not None
-    log = app.store.forget_log()
+    log = app.store.lifecycle.forget_log()
     assert [(r["memory_id"], r["policy"]) for r in log] == [(old.memory_id, dry[0].policy)]
-    assert app.store.get_entity("s", "Order", "4567") is not None  # the entity state stays
+    assert app.store.entities.get("s", "Order", "4567") is not None  # the entity state stays
 
 
 def test_importance_session_end_and_compaction_policies(settings) -> None:  # type: ignore[no-untyped-def]
@@ -200,8 +200,8 @@ SPEC = {
 
 def _paid(app: Appliance) -> MemoryRecord:
     rec = _add(app, "I paid 12 for order 4567", "payment_received", "4567", amount=12.0)
-    app.store.update_record(rec.memory_id, state="paid")
-    app.store.update_entity("s", "Order", "4567", 1, state="paid")
+    app.store.records.update(rec.memory_id, state="paid")
+    app.store.entities.update("s", "Order", "4567", 1, state="paid")
     return rec
 
 
@@ -209,7 +209,7 @@ def test_migration_is_explicit_checked_and_reversible(app: Appliance) -> None:
     paid = _paid(app)
     asked = _add(app, "where is order 4567?", "user_inquiry", "4567")
     before_rows = [app.store.get_record(m.memory_id) for m in (paid, asked)]
-    before_entity = app.store.get_entity("s", "Order", "4567")
+    before_entity = app.store.entities.get("s", "Order", "4567")
     v1_id = app.schema.schema_id
     v2 = parse_schema(_v2())
     with pytest.raises(SchemaError, match="would not fit"):
@@ -223,14 +223,55 @@ def test_migration_is_explicit_checked_and_reversible(app: Appliance) -> None:
     assert moved is not None and moved.state == "payment_done" and moved.attributes["total"] == 12.0
     assert "amount" not in moved.attributes and moved.schema_id == v2.schema_id
     assert app.store.get_record(asked.memory_id).event_type == "question_asked"  # type: ignore[union-attr]
-    ent = app.store.get_entity("s", "Order", "4567")
+    ent = app.store.entities.get("s", "Order", "4567")
     assert ent is not None and ent.state == "payment_done" and ent.attributes.get("total") == 12.0
-    assert app.store.list_migrations()[0]["migration_id"] == done["migration_id"]
+    assert app.store.lifecycle.list_migrations()[0]["migration_id"] == done["migration_id"]
     back = app.revert_migration(done["migration_id"])
     assert back["records"] == 2 and app.schema.schema_id == v1_id
     assert [app.store.get_record(m.memory_id) for m in (paid, asked)] == before_rows
-    again = app.store.get_entity("s", "Order", "4567")
+    again = app.store.entities.get("s", "Order", "4567")
     assert again is not None and before_entity is not None
     assert (again.state, again.attributes) == (before_entity.state, before_entity.attributes)
     with pytest.raises(Exception, match="already reverted"):
         app.revert_migration(done["migration_id"])
+
+
+# --- several schemas: each record under its own schema's policies ------------------------------
+
+
+NOTES = {
+    "schema_version": "1",
+    "domain": "notes",
+    "entities": {"Note": {"attributes": ["note_id", "topic"], "retention": {"compact_after": 2}}},
+    "event_types": [{"name": "note_taken", "entity": "Note", "retention": {"max_age_days": 1}}],
+}
+
+
+def test_lifecycle_applies_each_records_own_schema(settings) -> None:  # type: ignore[no-untyped-def]
+    app = Appliance(
+        schema=["customer_service", NOTES], db=settings.home / "two.duckdb", model=FakeEngine(), settings=settings
+    )
+    notes = app.schemas["notes"]
+    old = NOW - timedelta(days=3)
+    for i, eid in enumerate(["n1", "n1", "n2"]):
+        rec = record_for(app, "Order", None).model_copy(
+            update={
+                "memory_id": f"note{i}",
+                "schema_id": notes.schema_id,
+                "entity_type": "Note",
+                "entity_id": eid,
+                "event_type": "note_taken",
+                "attributes": {"topic": "x"},
+                "timestamp": old,
+            }
+        )
+        app._store(notes, rec)
+    inquiry = _add(app, "where is order 1?", "user_inquiry", "1", days_ago=3)
+    # the first schema (customer service) has no policy for notes; the notes schema forgets after 1 day
+    chosen = {d.memory_id: d.policy for d in app.forget(dry_run=True, now=NOW)}
+    assert chosen == {f"note{i}": "event_types.note_taken.retention.max_age_days=1" for i in range(3)}
+    assert inquiry.memory_id not in chosen  # customer service keeps inquiries 365 days
+    # compaction: the notes schema's threshold (2) applies to Note; Order keeps its own (12)
+    rows = app.compact(dry_run=True)
+    assert [(r["entity_type"], r["entity_id"], r["records"]) for r in rows] == [("Note", "n1", 2)]
+    app.close()

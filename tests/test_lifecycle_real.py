@@ -9,8 +9,8 @@ import re
 import pytest
 
 from appliance.api import Appliance
-from appliance.compact import SUMMARY_REGEX, SummaryDraft, grounded_sentence
 from appliance.config import Settings
+from appliance.lifecycle.compact import SUMMARY_REGEX, SummaryDraft, grounded_sentence
 
 from .conftest import SCHEMAS
 
@@ -36,18 +36,18 @@ def test_correction_and_suffix_merge_from_real_utterances(real_engine, tmp_path)
     fix = app.record("Sorry, not 12345, I meant 12354", "s")
     assert fix.entity_id == "12354" and "corrects memory" in fix.note
     assert app.store.get_record(first.memory_id).entity_id == "12354"  # type: ignore[union-attr]
-    assert app.store.get_entity("s", "Order", "12345") is None
+    assert app.store.entities.get("s", "Order", "12345") is None
     # suffix mention resolves to the one stored id ending in it
     tail = app.record("我的订单尾号2354怎么还没发货", "s")
     assert tail.entity_id == "12354" and "id_suffix_digits" in tail.note
-    assert {m["rule"] for m in app.store.list_merges("s")} == {"correction"}
+    assert {m["rule"] for m in app.store.merges.recent("s")} == {"correction"}
 
 
 def test_multi_hop_question_over_recorded_memories(real_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
     app = _app(real_engine, tmp_path)
     # seed users/orders directly (names are not codes the extractor can ground), then
     # record the complaints through the model
-    from appliance.memory import RecallQuery
+    from appliance.domain.records import RecallQuery
 
     for user, order, amount in (("U-1", "1001", 1500.0), ("U-2", "1002", 300.0), ("U-3", "1003", 2500.0)):
         rec = app.record(f"User {user} placed order {order} for ${amount:.0f}", "s")

@@ -6,11 +6,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from appliance.domain.loading import load_schema
+from appliance.domain.records import Filter, Hop, MemoryRecord, RecallQuery, Relationship
 from appliance.errors import QueryError
-from appliance.memory import Filter, Hop, MemoryRecord, RecallQuery, Relationship
-from appliance.recall import compile_query, run_query
-from appliance.schema import load_schema
 from appliance.store import MemoryStore
+from appliance.store.queries import compile_query
 
 from .conftest import SCHEMAS, make_record
 
@@ -62,7 +62,7 @@ def store(tmp_path) -> MemoryStore:  # type: ignore[no-untyped-def]
 
 
 def _ids(store: MemoryStore, q: RecallQuery) -> list[str]:
-    return sorted(h.entity.id for h in run_query(store, CS, q, "s")[2])
+    return sorted(h.entity.id for h in store.run_query(CS, q, "s")[2])
 
 
 # "users who complained about logistics on orders over 1000"
@@ -161,8 +161,8 @@ def test_the_legacy_single_hop_still_works(store: MemoryStore) -> None:
 def test_plan_for_the_issue_question_in_english_and_chinese() -> None:
     from datetime import UTC, datetime
 
-    from appliance.hops import filters_by_step, plan_path
-    from appliance.spans import find_candidates
+    from appliance.extract.candidates import find_candidates
+    from appliance.recall.hops import filters_by_step, plan_path
 
     for question, topic in (
         ("users who complained about logistics on orders over 1000", "logistics"),
@@ -171,14 +171,16 @@ def test_plan_for_the_issue_question_in_english_and_chinese() -> None:
         plan = plan_path(CS, question)
         assert plan is not None and plan.target == "User"
         assert plan.path == ("ServiceTicket", "Order", "User") and plan.relationships == ("HAS_TICKET", "OWNS")
-        steps = filters_by_step(CS, question, plan, find_candidates(question, datetime.now(UTC)))
+        steps = filters_by_step(
+            CS, question, plan, find_candidates(CS.language, question, datetime.now(UTC), CS.entity_nouns)
+        )
         assert {"field": "event_type", "op": "eq", "value": "complaint_registered"} in steps.fixed["ServiceTicket"]
         assert {"field": "text", "op": "contains", "value": topic} in steps.fixed["ServiceTicket"]
         assert steps.numeric == {"Order": [("gt", 1000.0)]} and steps.numeric_fields == {"Order": ["amount"]}
 
 
 def test_single_type_questions_do_not_hop() -> None:
-    from appliance.hops import plan_path
+    from appliance.recall.hops import plan_path
 
     assert plan_path(CS, "what happened with order 12345?") is None
     assert plan_path(CS, "我的订单尾号4567怎么样了？") is None

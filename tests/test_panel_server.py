@@ -10,8 +10,8 @@ import urllib.request
 import pytest
 
 from appliance.api import Appliance
+from appliance.edges.ui.panel import launch
 from appliance.testing import FakeEngine
-from appliance.ui import launch
 
 
 def _free_port() -> int:

@@ -4,11 +4,11 @@ from datetime import UTC, datetime
 
 import pytest
 
+from appliance.domain.loading import load_schema
+from appliance.domain.records import Filter, Hop, MemoryRecord, RecallQuery, Relationship, Sort
 from appliance.errors import QueryError
-from appliance.memory import Filter, Hop, MemoryRecord, RecallQuery, Relationship, Sort
-from appliance.recall import compile_query, run_query
-from appliance.schema import load_schema
 from appliance.store import MemoryStore
+from appliance.store.queries import compile_query
 
 from .conftest import SCHEMAS, make_record
 
@@ -70,7 +70,7 @@ def store(tmp_path) -> MemoryStore:  # type: ignore[no-untyped-def]
 
 
 def _ids(store: MemoryStore, q: RecallQuery, session: str = "A") -> list[str]:
-    return [h.entity.id for h in run_query(store, CS, q, session)[2]]
+    return [h.entity.id for h in store.run_query(CS, q, session)[2]]
 
 
 def test_filters_and_operators(store: MemoryStore) -> None:

@@ -9,12 +9,14 @@ from typing import Any
 import pytest
 
 from appliance.api import Appliance
-from appliance.memory import MemoryRecord, RecallQuery
-from appliance.resolve import suffix_marked
-from appliance.schema import parse_schema
+from appliance.domain.loading import parse_schema
+from appliance.domain.records import MemoryRecord, RecallQuery
+from appliance.lang import language_for
 from appliance.testing import FakeEngine
 
 from .conftest import SCHEMAS, record_for
+
+suffix_marked = language_for(("en", "zh")).suffix_marked
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 
@@ -44,7 +46,7 @@ def _store(
         state=state,
         attributes=attrs,
     )
-    return app._store_resolved(rec)
+    return app._store(app.schema, rec)
 
 
 @pytest.mark.parametrize(
@@ -65,7 +67,7 @@ def test_suffix_mention_resolves_to_the_one_stored_full_id(app: Appliance) -> No
     _store(app, "order 12345 paid", "Order", "12345", "payment_received", amount=99.0)
     rec = _store(app, "订单尾号2345还没发货", "Order", "2345", minutes=1)
     assert rec.entity_id == "12345" and "resolved Order …2345 → 12345" in rec.note
-    assert app.store.get_entity("s", "Order", "2345") is None
+    assert app.store.entities.get("s", "Order", "2345") is None
     hits = app.query(RecallQuery(entity_type="Order"), "s").hits
     assert [h.entity.id for h in hits] == ["12345"] and len(hits[0].memories) == 2
 
@@ -75,11 +77,11 @@ def test_suffix_first_then_full_id_merges_visibly(app: Appliance) -> None:
     assert first.entity_id == "2345"
     later = _store(app, "order 12345 shipped today", "Order", "12345", minutes=5)
     assert "merges Order …2345 into 12345" in later.note
-    assert app.store.get_entity("s", "Order", "2345") is None
-    merged = app.store.get_entity("s", "Order", "12345")
+    assert app.store.entities.get("s", "Order", "2345") is None
+    merged = app.store.entities.get("s", "Order", "12345")
     assert merged is not None and merged.attributes.get("amount") == 10.0
     assert app.store.get_record(first.memory_id).entity_id == "12345"  # type: ignore[union-attr]
-    log = app.store.list_merges("s")
+    log = app.store.merges.recent("s")
     assert [(m["from_id"], m["to_id"], m["rule"]) for m in log] == [("2345", "12345", "id_suffix_digits=4")]
 
 
@@ -88,7 +90,7 @@ def test_ambiguous_suffix_is_not_merged(app: Appliance) -> None:
     _store(app, "order 92345", "Order", "92345")
     rec = _store(app, "订单尾号2345怎么样了", "Order", "2345")
     assert rec.entity_id == "2345" and "matches 2 ids" in rec.note
-    assert app.store.list_merges("s") == []
+    assert app.store.merges.recent("s") == []
 
 
 def test_no_rule_no_merge(settings) -> None:  # type: ignore[no-untyped-def]
@@ -98,7 +100,7 @@ def test_no_rule_no_merge(settings) -> None:  # type: ignore[no-untyped-def]
     app = Appliance(schema=parse_schema(raw), db=":memory:", model=FakeEngine(), settings=settings, embedder=None)
     _store(app, "order 12345", "Order", "12345")
     rec = _store(app, "订单尾号2345还没发货", "Order", "2345")
-    assert rec.entity_id == "2345" and app.store.list_merges() == []
+    assert rec.entity_id == "2345" and app.store.merges.recent() == []
     ticket = _store(app, "order 12345 arrived broken", "ServiceTicket", None, "complaint_registered", order_id="12345")
     assert ticket.entity_id is None
 
@@ -127,9 +129,9 @@ def test_ticket_without_id_is_matched_on_its_order(app: Appliance) -> None:
         order_id="1001",
     )
     assert t2.entity_id == t1.entity_id and "resolved ServiceTicket by order_id=1001" in t2.note
-    ticket = app.store.get_entity("s", "ServiceTicket", t1.entity_id)
+    ticket = app.store.entities.get("s", "ServiceTicket", t1.entity_id)
     assert ticket is not None and ticket.version == 2 and ticket.state == "resolved"
-    history = app.store.entity_history("s", "ServiceTicket", t1.entity_id)
+    history = app.store.entities.history("s", "ServiceTicket", t1.entity_id)
     assert len(history) >= 2  # the update kept the earlier version
 
 
@@ -139,10 +141,10 @@ def test_correction_repoints_the_earlier_record(app: Appliance) -> None:
     assert f"corrects memory {wrong.memory_id[:8]}" in fix.note
     again = app.store.get_record(wrong.memory_id)
     assert again is not None and again.entity_id == "12354" and "corrected Order 12345 → 12354" in again.note
-    assert app.store.get_entity("s", "Order", "12345") is None  # no other memory cites it
-    right = app.store.get_entity("s", "Order", "12354")
+    assert app.store.entities.get("s", "Order", "12345") is None  # no other memory cites it
+    right = app.store.entities.get("s", "Order", "12354")
     assert right is not None and right.attributes.get("amount") == 88.0
-    assert app.store.list_merges("s")[0]["rule"] == "correction"
+    assert app.store.merges.recent("s")[0]["rule"] == "correction"
     ids = [h.entity.id for h in app.query(RecallQuery(entity_type="Order"), "s").hits]
     assert ids == ["12354"]
 
@@ -152,4 +154,4 @@ def test_correction_keeps_an_entity_other_memories_cite(app: Appliance) -> None:
     wrong = _store(app, "I paid for order 12345", "Order", "12345", "payment_received", minutes=1)
     _store(app, "not 12345, I meant 12354", "Order", "12354", minutes=2)
     assert app.store.get_record(wrong.memory_id).entity_id == "12354"  # type: ignore[union-attr]
-    assert app.store.get_entity("s", "Order", "12345") is not None  # still cited by the first record
+    assert app.store.entities.get("s", "Order", "12345") is not None  # still cited by the first record

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
+from appliance.domain.loading import load_schema, parse_schema, schema_problems
 from appliance.errors import SchemaError
-from appliance.schema import load_schema, parse_schema, schema_problems
 
 from .conftest import SCHEMAS
 

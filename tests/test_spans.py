@@ -3,9 +3,26 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from appliance.spans import find_candidates, is_question, lexical_similarity, normalise_number, tag_codes
+from appliance.extract.candidates import Candidate, lexical_similarity, tag_codes
+from appliance.extract.candidates import find_candidates as _find
+from appliance.lang import language_for
+from appliance.lang.numbers import normalise_number as _normalise
 
 NOW = datetime(2026, 12, 2, 10)
+LANG = language_for(("en", "zh"))
+NOUNS = ("order", "ticket", "booking", "trip", "订单", "工单", "预订", "行程")  # the shipped schemas' entity words
+
+
+def find_candidates(text: str, now: datetime) -> list[Candidate]:
+    return _find(LANG, text, now, NOUNS)
+
+
+def normalise_number(surface: str) -> float | None:
+    return _normalise(LANG, surface)
+
+
+def is_question(text: str) -> bool:
+    return LANG.is_question(text)
 
 
 def _by_role(text: str) -> dict[str, list[object]]:

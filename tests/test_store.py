@@ -7,9 +7,10 @@ from datetime import UTC, datetime
 import duckdb
 import pytest
 
+from appliance.domain.records import MemoryRecord, Relationship
 from appliance.errors import CorruptStoreError, StaleUpdateError, StoreLockedError
-from appliance.memory import MemoryRecord, Relationship
-from appliance.store import DB_VERSION, MemoryStore
+from appliance.store import MemoryStore
+from appliance.store.migrations import DB_VERSION
 
 from .conftest import make_record
 
@@ -34,11 +35,11 @@ def test_record_entities_relationships_history(tmp_path) -> None:  # type: ignor
     s = MemoryStore(tmp_path / "a.duckdb")
     s.add_record(_rec("m1", amount=10.0))
     s.add_record(_rec("m2", state="shipped", payment_status="paid"))
-    e = s.get_entity("s", "Order", "4567")
+    e = s.entities.get("s", "Order", "4567")
     assert e is not None and e.state == "shipped" and e.version == 2
     assert e.attributes == {"amount": 10.0, "payment_status": "paid"}  # merged, not replaced
-    assert [h["state"] for h in s.entity_history("s", "Order", "4567")] == ["paid", "shipped"]
-    assert s.get_entity("s", "User", "u1") is not None
+    assert [h["state"] for h in s.entities.history("s", "Order", "4567")] == ["paid", "shipped"]
+    assert s.entities.get("s", "User", "u1") is not None
     assert len(s.list_relationships("s")) == 1
 
 
@@ -46,33 +47,33 @@ def test_failed_transaction_leaves_nothing(tmp_path, monkeypatch) -> None:  # ty
     s = MemoryStore(tmp_path / "a.duckdb")
     s.add_record(_rec("m1"))
     before = s.counts()
-    original = s._merge_entity
+    original = s.entities.upsert
 
     def boom(*a, **k):  # type: ignore[no-untyped-def]
         original(*a, **k)
         raise RuntimeError("crash in the middle of a record")
 
-    monkeypatch.setattr(s, "_merge_entity", boom)
+    monkeypatch.setattr(s.entities, "upsert", boom)
     with pytest.raises(RuntimeError):
         s.add_record(_rec("m2", eid="777"))
     monkeypatch.undo()
     assert s.counts() == before
-    assert s.get_record("m2") is None and s.get_entity("s", "Order", "777") is None
+    assert s.get_record("m2") is None and s.entities.get("s", "Order", "777") is None
 
 
 def test_optimistic_locking_refuses_stale_update(tmp_path) -> None:  # type: ignore[no-untyped-def]
     s = MemoryStore(tmp_path / "a.duckdb")
     s.add_record(_rec("m1"))
-    seen = s.get_entity("s", "Order", "4567")
+    seen = s.entities.get("s", "Order", "4567")
     assert seen is not None
-    s.update_entity("s", "Order", "4567", seen.version, state="shipped")
+    s.entities.update("s", "Order", "4567", seen.version, state="shipped")
     with pytest.raises(StaleUpdateError) as err:
-        s.update_entity("s", "Order", "4567", seen.version, state="cancelled")
+        s.entities.update("s", "Order", "4567", seen.version, state="cancelled")
     assert "version" in err.value.message and err.value.hint
-    fresh = s.get_entity("s", "Order", "4567")
+    fresh = s.entities.get("s", "Order", "4567")
     assert fresh is not None and fresh.state == "shipped"
-    s.update_entity("s", "Order", "4567", fresh.version, state="delivered")  # the retry path works
-    assert s.get_entity("s", "Order", "4567").state == "delivered"  # type: ignore[union-attr]
+    s.entities.update("s", "Order", "4567", fresh.version, state="delivered")  # the retry path works
+    assert s.entities.get("s", "Order", "4567").state == "delivered"  # type: ignore[union-attr]
 
 
 def test_committed_data_survives_reopen(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -124,9 +125,9 @@ def test_bulk_insert_matches_single_inserts(tmp_path) -> None:  # type: ignore[n
     recs = [_rec("m1", amount=10.0), _rec("m2", state="shipped", payment_status="paid"), _rec("m3", eid="9")]
     for r in recs:
         one.add_record(r)
-    assert bulk.add_records_bulk(recs) == 3
+    assert bulk.write_many(recs) == 3
     for s in (one, bulk):
-        e = s.get_entity("s", "Order", "4567")
+        e = s.entities.get("s", "Order", "4567")
         assert e is not None and e.state == "shipped"
         assert e.attributes == {"amount": 10.0, "payment_status": "paid"}
         assert len(s.list_relationships("s")) == 2

@@ -3,16 +3,17 @@ from __future__ import annotations
 import json
 
 from appliance.api import Appliance
+from appliance.edges.ui.panel import build_ui, chat_turn, is_question, records_table, validate_schema_text
 from appliance.testing import FakeEngine
-from appliance.ui import build_ui, chat_turn, is_question, records_table, validate_schema_text
 
 from .conftest import SCHEMAS
 
 
-def test_question_routing() -> None:
-    assert is_question("where is my order?")
-    assert is_question("我的订单怎么样了")
-    assert not is_question("I bought a phone, order 4567")
+def test_question_routing(fake_app: Appliance) -> None:
+    assert is_question(fake_app, "where is my order?")
+    assert is_question(fake_app, "我的订单怎么样了")
+    assert is_question(fake_app, "show my orders")  # a lookup is recalled too
+    assert not is_question(fake_app, "I bought a phone, order 4567")
 
 
 def test_schema_text_validation_messages() -> None:
@@ -35,7 +36,7 @@ def test_chat_turn_records_then_table_shows_it(settings) -> None:  # type: ignor
 
 
 def test_stream_shows_partial_record_then_final(settings) -> None:  # type: ignore[no-untyped-def]
-    from appliance.ui import chat_stream
+    from appliance.edges.ui.panel import chat_stream
 
     app = Appliance(db=settings.home / "m.duckdb", model=FakeEngine(), settings=settings)
     steps = list(chat_stream(app, "order 4567 is late", [], "s", "record"))
@@ -46,8 +47,8 @@ def test_stream_shows_partial_record_then_final(settings) -> None:  # type: igno
 
 
 def test_graph_diff_and_suggestions(settings) -> None:  # type: ignore[no-untyped-def]
-    from appliance.memory import MemoryRecord, Relationship
-    from appliance.ui import graph_text, schema_diff, suggestions_table
+    from appliance.domain.records import MemoryRecord, Relationship
+    from appliance.edges.ui.panel import graph_text, schema_diff, suggestions_table
 
     app = Appliance(db=settings.home / "m.duckdb", model=FakeEngine(), settings=settings)
     app.store.add_record(
@@ -86,8 +87,8 @@ def test_graph_diff_and_suggestions(settings) -> None:  # type: ignore[no-untype
 
 def test_lifecycle_tab_handlers(settings) -> None:  # type: ignore[no-untyped-def]
     from appliance.api import Appliance
+    from appliance.edges.ui.lifecycle import compact_preview, compact_run, forget_table, merges_table, migrations_table
     from appliance.testing import FakeEngine
-    from appliance.ui_lifecycle import compact_preview, compact_run, forget_table, merges_table, migrations_table
 
     app = Appliance(db=settings.home / "lc.duckdb", model=FakeEngine(preferences={"Order": 5.0}), settings=settings)
     for _ in range(3):

@@ -1,0 +1,316 @@
+"""Command line: a thin edge over ``Appliance``; errors become one clear line, never a trace."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from ...config import Settings
+from ...errors import ApplianceError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# The demo's messages are data (a customer-service conversation in Chinese and English).
+_DEMO = json.loads((Path(__file__).parent / "demo.json").read_text(encoding="utf-8"))
+DEMO_MESSAGES: list[str] = _DEMO["messages"]
+DEMO_QUESTIONS: list[str] = _DEMO["questions"]
+
+
+def _friendly(fn: F) -> F:
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ApplianceError as exc:
+            raise click.ClickException(f"{exc.message}\n  hint: {exc.hint}" if exc.hint else exc.message) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _app(ctx: click.Context) -> Any:
+    from ...api import Appliance
+
+    o = ctx.obj
+    if "app" not in o:
+        o["app"] = Appliance(schema=o["schema"], db=o["db"], model=o["model"])
+        ctx.call_on_close(o["app"].close)
+    return o["app"]
+
+
+def _out(data: Any, as_json: bool, text: str) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str) if as_json else text)
+
+
+@click.group()
+@click.option(
+    "--schema",
+    multiple=True,
+    default=("customer_service",),
+    show_default=True,
+    help="Shipped schema name or a schema file; repeat to load several (each utterance is routed to one).",
+)
+@click.option("--db", type=click.Path(dir_okay=False), default=None, help="DuckDB file (default: $APPLIANCE_DB).")
+@click.option("--model", default=None, help="smollm2, gemma3-270m, or a .gguf path (default: $APPLIANCE_MODEL).")
+@click.pass_context
+def main(ctx: click.Context, schema: tuple[str, ...], db: str | None, model: str | None) -> None:
+    """Offline memory appliance: schema-constrained memory for LLM agents."""
+    ctx.ensure_object(dict)
+    ctx.obj.update(schema=list(schema), db=db, model=model)
+
+
+@main.command()
+@click.argument("text")
+@click.option("--session", default="default", show_default=True, help="Session the memory belongs to.")
+@click.option("--use", "use", default=None, help="Domain of the loaded schema to use (default: chosen per utterance).")
+@click.option("--json", "as_json", is_flag=True, help="Print the stored record as JSON.")
+@click.pass_context
+@_friendly
+def record(ctx: click.Context, text: str, session: str, use: str | None, as_json: bool) -> None:
+    """Extract a memory record from TEXT and store it."""
+    rec = _app(ctx).record(text, session_id=session, schema=use)
+    _out(rec.model_dump(mode="json"), as_json, f"{rec.status} {rec.memory_id[:8]} {rec.summary()}")
+
+
+@main.command()
+@click.argument("question")
+@click.option("--session", default="default", show_default=True, help="Session to read from.")
+@click.option("--use", "use", default=None, help="Domain of the loaded schema to ask (default: chosen per question).")
+@click.option("--json", "as_json", is_flag=True, help="Print query, SQL and hits as JSON.")
+@click.pass_context
+@_friendly
+def recall(ctx: click.Context, question: str, session: str, use: str | None, as_json: bool) -> None:
+    """Answer QUESTION from stored memories."""
+    res = _app(ctx).recall(question, session_id=session, schema=use)
+    _out(
+        res.model_dump(mode="json"),
+        as_json,
+        f"query: {res.query.model_dump_json(exclude_defaults=True)}\n{res.context}",
+    )
+
+
+@main.command()
+@click.argument("query_json")
+@click.option("--session", default="default", show_default=True, help="Session to read from.")
+@click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
+@click.pass_context
+@_friendly
+def query(ctx: click.Context, query_json: str, session: str, as_json: bool) -> None:
+    """Run a structured recall query given as JSON (no model involved)."""
+    try:
+        q = json.loads(query_json)
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"QUERY_JSON is not JSON: {exc}") from None
+    res = _app(ctx).query(q, session_id=session)
+    _out(res.model_dump(mode="json"), as_json, f"sql: {res.sql}\nparams: {res.params}\n{res.context}")
+
+
+@main.group()
+def schema() -> None:
+    """Validate and compile memory schemas."""
+
+
+@schema.command("validate")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the problems as JSON.")
+def schema_validate(file: str, as_json: bool) -> None:
+    """Check FILE and list every problem, each naming its field."""
+    from ...domain.loading import parse_schema, schema_problems
+
+    raw = Path(file).read_bytes()
+    try:
+        data = json.loads(raw)
+        problems = schema_problems(data)
+        if not problems:
+            parse_schema(data)
+    except json.JSONDecodeError as exc:
+        problems = [f"not valid JSON: {exc}"]
+    except ApplianceError as exc:
+        problems = [exc.message]
+    _out(
+        {"file": file, "valid": not problems, "problems": problems},
+        as_json,
+        "valid" if not problems else "invalid:\n" + "\n".join(f"  - {p}" for p in problems),
+    )
+    if problems:
+        sys.exit(1)
+
+
+@schema.command("compile")
+@click.argument("name_or_file", default="customer_service")
+@click.option("--force", is_flag=True, help="Rebuild even if the cached grammar is current.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@_friendly
+def schema_compile(name_or_file: str, force: bool, as_json: bool) -> None:
+    """Compile a schema's record and query grammars into grammars/."""
+    from ...api import resolve_schema
+    from ...model.grammar import GrammarCache
+
+    s = Settings.from_env()
+    sch = resolve_schema(name_or_file, s.schema_dir)
+    c = GrammarCache(s.grammar_dir).compile(sch, force=force)
+    info = {
+        "schema_id": c.schema_id,
+        "directory": str(c.directory),
+        "from_cache": c.from_cache,
+        "seconds": round(c.compile_seconds, 4),
+        "record_regex_chars": len(c.record_regex),
+        "query_regex_chars": len(c.query_regex),
+    }
+    _out(
+        info,
+        as_json,
+        f"{sch.domain} {c.schema_id}: {'cached' if c.from_cache else 'compiled'} "
+        f"in {c.compile_seconds * 1000:.1f} ms -> {c.directory}",
+    )
+
+
+@main.group()
+def models() -> None:
+    """Local models."""
+
+
+@models.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+def models_list(as_json: bool) -> None:
+    """Models usable here without any download."""
+    from ...model.engine import available_models
+
+    found = available_models(Settings.from_env().models_dir)
+    _out(found, as_json, "\n".join(f"{m['name']}\t{m['path']}" for m in found) or "no models found")
+
+
+@main.group()
+def db() -> None:
+    """The memory database."""
+
+
+@db.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.pass_context
+@_friendly
+def db_status(ctx: click.Context, as_json: bool) -> None:
+    """Row counts and schema of the database."""
+    st = _app(ctx).status()
+    _out(st, as_json, "\n".join(f"{k}: {v}" for k, v in st.items()))
+
+
+@main.command("export")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "parquet"]),
+    default="jsonl",
+    show_default=True,
+    help="Output format.",
+)
+@click.pass_context
+@_friendly
+def export(ctx: click.Context, path: str, fmt: str) -> None:
+    """Write every stored record to PATH."""
+    app = _app(ctx)
+    n = app.export_jsonl(Path(path)) if fmt == "jsonl" else app.export_parquet(Path(path))
+    click.echo(f"exported {n} records to {path}")
+
+
+@main.command("import")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.pass_context
+@_friendly
+def import_(ctx: click.Context, path: str) -> None:
+    """Import records from a JSONL or Parquet export (existing ids are skipped)."""
+    app = _app(ctx)
+    n, problems = (app.import_parquet if path.endswith(".parquet") else app.import_jsonl)(Path(path))
+    click.echo(f"imported {n} records" + (f", {len(problems)} bad lines" if problems else ""))
+    for p in problems[:20]:
+        click.echo(f"  {p}", err=True)
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=7860, show_default=True, help="Port.")
+@click.option("--auth", default=None, help="user:password; required when binding beyond loopback.")
+@click.pass_context
+@_friendly
+def serve(ctx: click.Context, host: str, port: int, auth: str | None) -> None:
+    """Start the offline Gradio panel."""
+    from ..ui.panel import launch
+
+    if host not in ("127.0.0.1", "localhost", "::1") and not auth:
+        raise click.ClickException(f"refusing to bind {host} without --auth user:password")
+    creds = tuple(auth.split(":", 1)) if auth else None
+    app = _app(ctx)
+    app.warm_up()  # the panel answers its first message as fast as the next
+    launch(app, host=host, port=port, auth=creds)  # type: ignore[arg-type]
+
+
+@main.command("http")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8765, show_default=True, help="Port.")
+@click.option("--token", default=None, envvar="APPLIANCE_TOKEN", help="Bearer token; required beyond loopback.")
+@click.pass_context
+@_friendly
+def http_api(ctx: click.Context, host: str, port: int, token: str | None) -> None:
+    """Serve the local HTTP API (OpenAPI at /openapi.json)."""
+    from ..http import serve_http
+
+    serve_http(_app(ctx), host=host, port=port, token=token)
+
+
+@main.command()
+@click.option("--session", default="demo", show_default=True, help="Session used by the demo.")
+@click.pass_context
+@_friendly
+def demo(ctx: click.Context, session: str) -> None:
+    """Record the seed messages with the shipped model, then recall them."""
+    app = _app(ctx)
+    click.echo(f"model: {app.status()['model']}  schema: {app.schema.domain}  db: {app.status()['db']}")
+    for msg in DEMO_MESSAGES:
+        t = time.perf_counter()
+        rec = app.record(msg, session_id=session)
+        click.echo(
+            f"[record {time.perf_counter() - t:4.2f}s] {msg}\n    -> {rec.status} conf={rec.confidence:.2f} "
+            f"{rec.summary()}"
+        )
+    for q in DEMO_QUESTIONS:
+        t = time.perf_counter()
+        res = app.recall(q, session_id=session)
+        click.echo(
+            f"[recall {time.perf_counter() - t:4.2f}s] {q}\n    query: "
+            f"{res.query.model_dump_json(exclude_defaults=True)}\n    sql: {res.sql}\n"
+            + "\n".join("    " + line for line in res.context.splitlines())
+        )
+
+
+@main.command("crash-check")
+@click.option("--kills", default=50, show_default=True, help="How many SIGKILLs to deliver.")
+@click.option("--seed", default=0, show_default=True, help="Random seed for kill timing.")
+def crash_check(kills: int, seed: int) -> None:
+    """Kill a recording process KILLS times with SIGKILL and verify the database each time."""
+    import tempfile
+
+    from ..crashcheck import run_crash_check
+
+    with tempfile.TemporaryDirectory() as d:
+        report = run_crash_check(Path(d), kills=kills, seed=seed)
+    click.echo(report.line())
+    for p in report.problems or []:
+        click.echo(f"  {p}", err=True)
+    if report.lost or report.corrupt:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
+
+
+from .lifecycle import register  # noqa: E402 - commands that need main/schema/db defined above
+
+register(main, schema, db, _app, _out, _friendly)

@@ -1,0 +1,1 @@
+"""The Gradio panel (``appliance serve``): a view over the facade."""

@@ -1,0 +1,405 @@
+"""The Gradio panel: a view over ``Appliance``. Handlers are plain functions (tested without a
+browser); ``build_ui`` only wires them. Offline: analytics off, system fonts only (the
+default theme would fetch Google Fonts), no share link, no SSR node server."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import queue
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ...api import Appliance
+from ...domain.loading import parse_schema, schema_problems
+from ...errors import ApplianceError
+from .lifecycle import lifecycle_tab
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+
+__all__ = [
+    "build_ui",
+    "launch",
+    "is_question",
+    "chat_turn",
+    "chat_stream",
+    "records_table",
+    "validate_schema_text",
+    "graph_text",
+    "schema_diff",
+    "suggestions_table",
+]
+
+RECORD_COLUMNS = [
+    "memory_id",
+    "time",
+    "session",
+    "status",
+    "confidence",
+    "event_type",
+    "entity",
+    "state",
+    "attributes",
+    "text",
+]
+
+
+def is_question(app: Appliance, text: str) -> bool:
+    """Chat routing: questions and lookups ("show …", "list …") are recalled, statements
+    recorded (the running schema's language packs decide)."""
+    return app.schema.language.is_lookup(text)
+
+
+def chat_stream(
+    app: Appliance, message: str, history: list[dict[str, str]], session: str, mode: str
+) -> Iterator[tuple[list[dict[str, str]], str, str]]:
+    """One chat turn, streamed: the record JSON is shown while the model writes it."""
+    history = list(history or [])
+    if not message or not message.strip():
+        yield history, "", "type a message first"
+        return
+    history.append({"role": "user", "content": message})
+    route = mode if mode in ("record", "recall") else ("recall" if is_question(app, message) else "record")
+    if route == "recall":
+        yield history + [{"role": "assistant", "content": "…searching memory"}], "", "… recalling…"
+        yield _recall_turn(app, message, history, session)
+        return
+    progress: queue.Queue[str] = queue.Queue()
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            outcome["record"] = app.record(message, session_id=session or "default", on_progress=progress.put)
+        except ApplianceError as exc:
+            outcome["error"] = exc
+        finally:
+            progress.put(_DONE)
+
+    threading.Thread(target=work, daemon=True).start()
+    partial = ""
+    while (piece := progress.get()) is not _DONE:
+        partial = piece
+        yield history + [{"role": "assistant", "content": "…writing the record"}], partial, "… extracting…"
+    if "error" in outcome:
+        exc = outcome["error"]
+        history.append({"role": "assistant", "content": f"Error: {exc.message} (hint: {exc.hint})"})
+        yield history, json.dumps({"error": exc.message}), "record failed"
+        return
+    rec = outcome["record"]
+    flag = " (needs review!)" if rec.status == "needs_review" else ""
+    history.append(
+        {
+            "role": "assistant",
+            "content": f"Recorded ({rec.status}, confidence {rec.confidence:.2f}){flag}: {rec.summary()}",
+        }
+    )
+    yield history, json.dumps({"record": rec.model_dump(mode="json")}, ensure_ascii=False, indent=1), "record done"
+
+
+_DONE = "\x00done"
+
+
+def _recall_turn(
+    app: Appliance, message: str, history: list[dict[str, str]], session: str
+) -> tuple[list[dict[str, str]], str, str]:
+    try:
+        res = app.recall(message, session_id=session or "default")
+    except ApplianceError as exc:
+        history.append({"role": "assistant", "content": f"Error: {exc.message} (hint: {exc.hint})"})
+        return history, json.dumps({"error": exc.message}), "recall failed"
+    found: list[dict[str, Any]] = [
+        {"memory_id": m.memory_id, "path": "structured", "text": m.source_text[:120]}
+        for h in res.hits
+        for m in h.memories
+    ]
+    found += [
+        {"memory_id": sh.memory.memory_id, "path": "semantic", "score": sh.score, "text": sh.memory.source_text[:120]}
+        for sh in res.semantic
+    ]
+    details = {
+        "query": res.query.model_dump(mode="json"),
+        "sql": res.sql,
+        "params": [str(p) for p in res.params],
+        "hits": len(res.hits),
+        "memories": found or "none (text search fallback)",
+    }
+    history.append({"role": "assistant", "content": res.context})
+    return history, json.dumps(details, ensure_ascii=False, indent=1), "recall done"
+
+
+def chat_turn(
+    app: Appliance, message: str, history: list[dict[str, str]], session: str, mode: str
+) -> tuple[list[dict[str, str]], str, str]:
+    """One chat turn without streaming → (history, details JSON, status line)."""
+    steps = list(chat_stream(app, message, history, session, mode))
+    return steps[-1] if steps else (list(history or []), "", "")
+
+
+def graph_text(app: Appliance, session: str, entity: str) -> str:
+    """'Order 4567' → an indented relationship tree, as a code block."""
+    parts = entity.strip().split(maxsplit=1)
+    if len(parts) != 2:
+        return "Enter an entity as `Type id`, e.g. `Order 4567`."
+    lines = app.entity_graph(session or "default", parts[0], parts[1])
+    return "```\n" + "\n".join(lines) + "\n```"
+
+
+def schema_diff(app: Appliance, text: str) -> str:
+    """Unified diff of the editor against the running schema."""
+    try:
+        edited = json.dumps(json.loads(text), ensure_ascii=False, indent=2, sort_keys=True).splitlines()
+    except json.JSONDecodeError:
+        return "(the editor does not hold valid JSON)"
+    running = json.dumps(app.schema.to_json_dict(), ensure_ascii=False, indent=2, sort_keys=True).splitlines()
+    diff = list(difflib.unified_diff(running, edited, "running", "editor", lineterm="", n=1))
+    return "```diff\n" + "\n".join(diff) + "\n```" if diff else "No changes against the running schema."
+
+
+def suggestions_table(app: Appliance) -> list[list[Any]]:
+    return [[s["entity"], s["attribute"], s["count"], "; ".join(s["examples"])] for s in app.schema_suggestions()]
+
+
+def import_file(app: Appliance, path: str | None) -> str:
+    if not path:
+        return "Choose a JSONL or Parquet file exported by the appliance."
+    importer = app.import_parquet if str(path).endswith(".parquet") else app.import_jsonl
+    try:
+        n, problems = importer(Path(path))
+    except ApplianceError as exc:
+        return f"Error: {exc.message}"
+    return f"Imported {n} records." + (f" {len(problems)} bad lines: {'; '.join(problems[:3])}" if problems else "")
+
+
+def records_table(
+    app: Appliance, search: str = "", session: str = "", status: str = "all", page: int = 1, page_size: int = 25
+) -> list[list[Any]]:
+    recs = app.list_records(
+        session=session or None,
+        search=search or "",
+        limit=page_size,
+        offset=max(0, int(page) - 1) * page_size,
+        status=None if status in ("", "all") else status,
+    )
+    return [
+        [
+            r.memory_id,
+            f"{r.timestamp:%Y-%m-%d %H:%M:%S}",
+            r.session_id,
+            r.status,
+            round(r.confidence, 2),
+            r.event_type or "",
+            f"{r.entity_type or ''} {r.entity_id or ''}".strip(),
+            r.state or "",
+            json.dumps({k: v for k, v in r.attributes.items() if v is not None}, ensure_ascii=False),
+            r.source_text,
+        ]
+        for r in recs
+    ]
+
+
+def entities_table(app: Appliance, session: str = "") -> list[list[Any]]:
+    return [
+        [e.type, e.id, e.state or "", json.dumps(e.attributes, ensure_ascii=False), e.version]
+        for e in app.list_entities(session=session or None)
+    ]
+
+
+def relationships_table(app: Appliance, session: str = "") -> list[list[Any]]:
+    return [
+        [r.source_type, r.source_id, r.type, r.target_type, r.target_id]
+        for r in app.list_relationships(session=session or None)
+    ]
+
+
+def edit_record(app: Appliance, memory_id: str, changes_json: str) -> str:
+    try:
+        changes = json.loads(changes_json or "{}")
+        if not isinstance(changes, dict):
+            return 'Error: changes must be a JSON object, e.g. {"state": "shipped"}'
+        rec = app.edit_record(memory_id.strip(), changes)
+        return f"Saved: {rec.summary()}"
+    except json.JSONDecodeError as exc:
+        return f"Error: changes are not JSON ({exc.msg})"
+    except ApplianceError as exc:
+        return f"Error: {exc.message}"
+
+
+def delete_record(app: Appliance, memory_id: str) -> str:
+    return "Deleted." if app.delete_record(memory_id.strip()) else f"Error: no memory {memory_id!r}"
+
+
+def mark_reviewed(app: Appliance, memory_id: str) -> str:
+    return edit_record(app, memory_id, '{"status": "reviewed"}')
+
+
+def export_file(app: Appliance, fmt: str) -> str:
+    path = Path(tempfile.mkdtemp()) / f"memories.{fmt}"
+    if fmt == "parquet":
+        app.export_parquet(path)
+    else:
+        app.export_jsonl(path)
+    return str(path)
+
+
+def validate_schema_text(text: str) -> str:
+    """Inline validation message for the schema editor."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return f"✗ not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
+    problems = schema_problems(raw)
+    if not problems:
+        try:
+            parse_schema(raw)
+        except ApplianceError as exc:
+            problems = [exc.message]
+    if problems:
+        return "✗ invalid schema:\n" + "\n".join(f"- {p}" for p in problems)
+    return "✓ valid schema"
+
+
+def apply_schema(app: Appliance, text: str) -> str:
+    msg = validate_schema_text(text)
+    if not msg.startswith("✓"):
+        return msg
+    try:
+        compiled = app.set_schema(json.loads(text), force=True)
+    except ApplianceError as exc:
+        return f"✗ {exc.message}"
+    return f"✓ compiled {app.schema.domain} ({compiled.schema_id}) in {compiled.compile_seconds * 1000:.0f} ms"
+
+
+def current_schema_text(app: Appliance) -> str:
+    return json.dumps(app.schema.to_json_dict(), ensure_ascii=False, indent=2)
+
+
+def build_ui(app: Appliance) -> Any:
+    import gradio as gr
+
+    with gr.Blocks(analytics_enabled=False, title="Memory appliance") as ui:
+        gr.Markdown("## Memory appliance — offline, schema-constrained memory")
+        with gr.Tab("Chat"):
+            with gr.Row():
+                with gr.Column(scale=3):
+                    chat = gr.Chatbot(label="Conversation", height=420)
+                    msg = gr.Textbox(
+                        label="Message", placeholder="Tell me something, or ask a question", elem_id="chat-input"
+                    )
+                    with gr.Row():
+                        session = gr.Textbox(value="default", label="Session", scale=1)
+                        mode = gr.Radio(["auto", "record", "recall"], value="auto", label="Mode", scale=2)
+                        send = gr.Button("Send", variant="primary", elem_id="chat-send")
+                with gr.Column(scale=2):
+                    details = gr.Code(label="Record / query / SQL", language="json", elem_id="chat-details")
+                    status = gr.Markdown("")
+            send.click(
+                lambda m, h, s, md: chat_turn(app, m, h, s, md), [msg, chat, session, mode], [chat, details, status]
+            ).then(lambda: "", None, msg)
+            msg.submit(
+                lambda m, h, s, md: chat_turn(app, m, h, s, md), [msg, chat, session, mode], [chat, details, status]
+            ).then(lambda: "", None, msg)
+        with gr.Tab("Memories"):
+            with gr.Row():
+                search = gr.Textbox(label="Search", scale=3)
+                sess_f = gr.Textbox(label="Session", scale=1)
+                stat_f = gr.Dropdown(
+                    ["all", "ok", "needs_review", "unparsed", "reviewed"], value="all", label="Status", scale=1
+                )
+                page = gr.Number(value=1, precision=0, minimum=1, label="Page", scale=1)
+                refresh = gr.Button("Refresh", elem_id="mem-refresh")
+            table = gr.Dataframe(headers=RECORD_COLUMNS, interactive=False, wrap=True, elem_id="mem-table")
+            with gr.Row():
+                mem_id = gr.Textbox(label="Memory id", scale=2)
+                changes = gr.Textbox(label='Changes (JSON, e.g. {"state": "shipped"})', scale=3)
+            with gr.Row():
+                save = gr.Button("Save edit")
+                reviewed = gr.Button("Mark reviewed")
+                delete = gr.Button("Delete", variant="stop")
+                fmt = gr.Radio(["jsonl", "parquet"], value="jsonl", label="Export format")
+                export = gr.Button("Export")
+            edit_msg = gr.Markdown("")
+            export_out = gr.File(label="Export")
+            with gr.Row():
+                upload = gr.File(label="Import JSONL / Parquet", file_types=[".jsonl", ".parquet"], type="filepath")
+                import_msg = gr.Markdown("")
+            upload.upload(lambda p: import_file(app, p), upload, import_msg)
+            ents = gr.Dataframe(headers=["type", "id", "state", "attributes", "version"], label="Entities")
+            rels = gr.Dataframe(headers=["from_type", "from_id", "type", "to_type", "to_id"], label="Relationships")
+            with gr.Row():
+                graph_for = gr.Textbox(
+                    label="Graph for entity (Type id)", placeholder="Order 4567", elem_id="graph-for"
+                )
+                graph_btn = gr.Button("Show graph")
+            graph = gr.Markdown("", elem_id="graph")
+            graph_btn.click(lambda s, e: graph_text(app, s, e), [sess_f, graph_for], graph)
+            load = [search, sess_f, stat_f, page]
+
+            def refresh_all(q: str, s: str, st: str, p: float) -> tuple[Any, Any, Any]:
+                return records_table(app, q, s, st, int(p or 1)), entities_table(app, s), relationships_table(app, s)
+
+            refresh.click(refresh_all, load, [table, ents, rels])
+            search.submit(refresh_all, load, [table, ents, rels])
+            save.click(lambda i, c: edit_record(app, i, c), [mem_id, changes], edit_msg)
+            reviewed.click(lambda i: mark_reviewed(app, i), mem_id, edit_msg)
+            delete.click(lambda i: delete_record(app, i), mem_id, edit_msg)
+            export.click(lambda f: export_file(app, f), fmt, export_out)
+        with gr.Tab("Schema"):
+            shipped = sorted(p.stem for p in app.settings.schema_dir.glob("*.json"))
+            pick = gr.Dropdown(
+                shipped, value=app.schema.domain if app.schema.domain in shipped else None, label="Shipped schemas"
+            )
+            editor = gr.Code(
+                value=current_schema_text(app),
+                language="json",
+                label="Schema JSON",
+                lines=18,
+                max_lines=28,
+                elem_id="schema-editor",
+                interactive=True,
+            )
+            with gr.Row():
+                validate = gr.Button("Validate", elem_id="schema-validate")
+                compile_btn = gr.Button("Apply & recompile", variant="primary", elem_id="schema-compile")
+            verdict = gr.Markdown("", elem_id="schema-verdict")
+            diff_btn = gr.Button("Diff against running schema")
+            diff = gr.Markdown("")
+            diff_btn.click(lambda t: schema_diff(app, t), editor, diff)
+            sugg_btn = gr.Button("Schema suggestions")
+            sugg = gr.Dataframe(
+                headers=["entity", "attribute", "count", "examples"],
+                label="Attributes seen in records but not in the schema",
+            )
+            sugg_btn.click(lambda: suggestions_table(app), None, sugg)
+            validate.click(validate_schema_text, editor, verdict)
+            editor.change(validate_schema_text, editor, verdict)
+            compile_btn.click(lambda t: apply_schema(app, t), editor, verdict)
+            pick.change(lambda n: (app.settings.schema_dir / f"{n}.json").read_text() if n else "", pick, editor)
+        lifecycle_tab(app)
+    return ui
+
+
+def launch(
+    app: Appliance, host: str = "127.0.0.1", port: int = 7860, auth: tuple[str, str] | None = None, block: bool = True
+) -> Any:
+    import gradio as gr
+
+    theme = gr.themes.Default(
+        font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"]
+    )
+    ui = build_ui(app)
+    ui.launch(
+        server_name=host,
+        server_port=port,
+        share=False,
+        auth=auth,
+        theme=theme,
+        ssr_mode=False,
+        prevent_thread_lock=not block,
+        footer_links=[],
+        show_error=False,
+    )
+    return ui

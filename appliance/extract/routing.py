@@ -1,0 +1,83 @@
+"""Choosing the schema an utterance belongs to when several are loaded.
+
+A constrained choice among the loaded domain names, like every enum the appliance fills:
+the model scores each complete name after a prompt listing the domains, calibrated by
+its score on an empty message (a small model prefers some names regardless of input),
+plus lexical evidence — the schema's own words (entity keywords and aliases, event cues,
+event examples) found in the message. The caller can always name the schema instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..domain.schema import MemorySchema
+from ..lang import find_word
+from ..model.engine import Engine
+from ..model.prompt import PROMPTS, open_turn
+from ..model.scoring import PriorCache, best_of
+from .candidates import lexical_similarity
+
+__all__ = ["SchemaChoice", "choose_schema", "schema_evidence"]
+
+LEXICAL_WEIGHT = 6.0  # the same weight extraction gives lexical evidence for event types
+KEYWORD_WEIGHT = 2.0  # per schema keyword found in the message (capped)
+_PRIORS = PriorCache()  # model score on an empty message, per engine and domain list
+
+
+@dataclass(frozen=True)
+class SchemaChoice:
+    domain: str
+    probability: float
+    scores: dict[str, float]
+
+
+def _hits(schema: MemorySchema, low: str) -> int:
+    words = {k for ks in schema.entity_keywords.values() for k in ks}
+    words |= {c for ev in schema.event_types for c in ev.cues}
+    n = 0
+    for w in words:
+        if len(w) < 2:
+            continue
+        n += find_word(low, w) >= 0
+    return min(n, 3)
+
+
+def schema_evidence(schema: MemorySchema, text: str) -> float:
+    """Lexical fit of ``text`` to ``schema`` (its examples and its keywords)."""
+    refs = [x for ev in schema.event_types for x in (ev.description, *ev.examples)] + [x.text for x in schema.examples]
+    return LEXICAL_WEIGHT * lexical_similarity(text, refs) + KEYWORD_WEIGHT * _hits(schema, text.lower())
+
+
+def _prompt(schemas: Sequence[MemorySchema], engine: Engine, text: str) -> list[int]:
+    listing = "\n".join(f"- {s.domain}: {s.description or ', '.join(s.entity_names)}" for s in schemas)
+    parts = open_turn(
+        engine,
+        PROMPTS["route_system"],
+        f"{PROMPTS['domains']}\n{listing}\n\n{PROMPTS['message']}",
+        PROMPTS["domain"],
+    )
+    return parts.tokens(engine, text, limit=256)[0]
+
+
+def choose_schema(schemas: Sequence[MemorySchema], engine: Engine | None, text: str) -> SchemaChoice:
+    """The loaded schema that fits ``text`` best, with the probability of the choice."""
+    if len(schemas) == 1:
+        return SchemaChoice(schemas[0].domain, 1.0, {schemas[0].domain: 0.0})
+    names = [s.domain for s in schemas]
+    scores = np.array([schema_evidence(s, text) for s in schemas], dtype=float)
+    if engine is not None:
+        options = [engine.tokenize(n) for n in names]
+        engine.start(_prompt(schemas, engine, text))
+        model = np.array(engine.score(options))
+
+        def content_free() -> list[float]:
+            engine.start(_prompt(schemas, engine, ""))
+            return engine.score(options)
+
+        scores = scores + (model - _PRIORS.get((id(engine), tuple(names)), content_free))
+    chosen = best_of(scores)
+    return SchemaChoice(names[chosen.index], chosen.probability, {n: round(float(v), 3) for n, v in zip(names, scores)})

@@ -1,0 +1,179 @@
+"""``Language``: the active packs of a schema, with their words compiled into matchers.
+
+Everything that reads words out of a message asks a ``Language``: is this a question, is this
+word negated, which ids does the message rule out, is this id written as a suffix, which
+comparison does a number carry. The words come from the packs; this module holds only the
+machinery (regular-expression assembly, word-boundary rules: ASCII words must start at a word
+boundary, CJK words match anywhere).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import cached_property
+
+from .lexicon import Lexicon, merge
+
+__all__ = ["Language", "find_word", "alternation", "is_cjk", "has_cjk"]
+
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+def is_cjk(ch: str) -> bool:
+    return bool(_CJK.match(ch))
+
+
+def has_cjk(text: str) -> bool:
+    return bool(_CJK.search(text))
+
+
+def find_word(low: str, word: str) -> int:
+    """Position of ``word`` in lower-cased ``low`` (-1: absent); ASCII words must start at a
+    word boundary ("paid" is not found in "unpaid"), CJK words match anywhere."""
+    if word.isascii():
+        m = re.search(rf"(?<![a-z]){re.escape(word)}", low)
+        return m.start() if m else -1
+    return low.find(word)
+
+
+def alternation(words: Iterable[str], boundary: bool = True) -> str:
+    """A regex alternation of ``words``, longest first; ASCII words get word boundaries."""
+    parts = []
+    for w in sorted(set(words), key=lambda x: (-len(x), x)):
+        if not w:
+            continue
+        esc = re.escape(w)
+        if boundary and w.isascii() and w[0].isalnum():
+            esc = r"\b" + esc
+        if boundary and w.isascii() and w[-1].isalnum():
+            esc = esc + r"\b"
+        parts.append(esc)
+    return "(?:" + "|".join(parts) + ")" if parts else "(?!)"
+
+
+class Language:
+    """One or more language packs, merged, with compiled matchers."""
+
+    def __init__(self, packs: list[Lexicon]) -> None:
+        if not packs:
+            raise ValueError("a Language needs at least one pack")
+        self.packs = packs
+        self.lex = merge(packs)
+        self.codes = tuple(p.code for p in packs)
+
+    def pattern(self, name: str) -> list[str]:
+        """Every pack's pattern called ``name`` (packs without one contribute nothing)."""
+        return [p.patterns[name] for p in self.packs if name in p.patterns]
+
+    def pack_for(self, word: str) -> list[Lexicon]:
+        """The packs whose script ``word`` is written in (CJK vs the rest)."""
+        cjk = has_cjk(word)
+        return [p for p in self.packs if (p.script == "han") == cjk]
+
+    # --- questions ----------------------------------------------------------------------
+    @cached_property
+    def _question(self) -> re.Pattern[str]:
+        lx = self.lex
+        parts = [alternation(lx.question_marks, boundary=False), alternation(lx.question_words, boundary=False)]
+        if lx.question_openers:
+            parts.append("^" + alternation(lx.question_openers))
+        return re.compile("|".join(parts), re.I)
+
+    def is_question(self, text: str) -> bool:
+        """Whether the message asks something: a question mark, an opening wh-/auxiliary word,
+        or an interrogative word anywhere (CJK packs)."""
+        return bool(self._question.search(text.strip()))
+
+    @cached_property
+    def _lookup(self) -> re.Pattern[str]:
+        return re.compile("^" + alternation(self.lex.lookup_openers), re.I)
+
+    def is_lookup(self, text: str) -> bool:
+        """Whether a chat turn asks to look something up: a question, or an opening
+        "show"/"list"/"find" (the panel routes such turns to recall)."""
+        return self.is_question(text) or bool(self._lookup.search(text.strip()))
+
+    @cached_property
+    def _all_sessions(self) -> re.Pattern[str]:
+        return re.compile(alternation(self.lex.all_sessions, boundary=False), re.I)
+
+    def asks_all_sessions(self, text: str) -> bool:
+        return bool(self._all_sessions.search(text))
+
+    # --- negation -------------------------------------------------------------------------
+    @cached_property
+    def _negated_end(self) -> re.Pattern[str]:
+        lx = self.lex
+        neg = "|".join((r"\b" if w.isascii() and w.isalpha() else "") + re.escape(w) for w in lx.negations)
+        bridge = "|".join(re.escape(w) + r"\s*" for w in sorted(lx.negation_bridges, key=len, reverse=True))
+        return re.compile(rf"(?:{neg})\s*(?:{bridge})?$")
+
+    def affirmed(self, text: str, word: str) -> bool:
+        """``word`` occurs in ``text`` at least once without a negation right before it
+        ("hasn't shipped", "还没发货" do not evidence the state shipped)."""
+        start = text.find(word)
+        while start >= 0:
+            if not self._negated_end.search(text[max(0, start - 12) : start]):
+                return True
+            start = text.find(word, start + 1)
+        return False
+
+    def ruled_out(self, text: str, nouns: Iterable[str]) -> set[str]:
+        """Ids the message explicitly rules out ("not 12345, I meant 12354" → {"12345"});
+        ``nouns`` are the schema's words for its entities ("order", "订单")."""
+        lx = self.lex
+        neg = "|".join((r"\b" + re.escape(w) + r"\b") if w.isascii() else re.escape(w) for w in lx.rule_out)
+        noun = "|".join(re.escape(n) for n in sorted(set(nouns), key=len, reverse=True) if n)
+        marks = "|".join(re.escape(m) for m in lx.id_markers if len(m) == 1)
+        rx = rf"(?:{neg})\s*(?:{noun})?\s*(?:{marks})?\s*([A-Za-z]{{0,4}}[-_]?\d[\dA-Za-z-]*)"
+        return {m.group(1) for m in re.finditer(rx, text, re.I)}
+
+    # --- ids --------------------------------------------------------------------------------
+    def suffix_marked(self, text: str, value: str) -> bool:
+        """Whether ``text`` writes ``value`` as the end of a longer id ("尾号2345", "ending in 2345")."""
+        markers = "|".join(self.pattern("suffix"))
+        if not markers:
+            return False
+        return re.search(rf"(?:{markers}){re.escape(value)}(?!\d)", text, re.I) is not None
+
+    # --- comparison ---------------------------------------------------------------------------
+    @cached_property
+    def greater(self) -> str:
+        """Alternation of the words that make a following number a lower bound."""
+        return "|".join(re.escape(w) for w in self.lex.greater)
+
+    @cached_property
+    def less(self) -> str:
+        return "|".join(re.escape(w) for w in self.lex.less)
+
+    @cached_property
+    def _comparison_words(self) -> re.Pattern[str]:
+        both = [*self.lex.greater, *self.lex.less, *self.lex.greater_after, *self.lex.less_after]
+        return re.compile(alternation(both, boundary=False), re.I)
+
+    def comparison_before(self, low: str, surface: str) -> str | None:
+        """ "gt"/"lt" when a comparison word stands right before ``surface`` in ``low``."""
+        m = re.search(
+            rf"(?:({self.greater})|({self.less}))\s*[^\w\s]?\s*{re.escape(surface.strip().lower())}", low, re.I
+        )
+        if not m:
+            return None
+        return "gt" if m.group(1) else "lt"
+
+    def any_comparison(self, text: str) -> str | None:
+        """The operator a question's wording implies anywhere ("over" → gt), if any."""
+        if re.search(self.greater, text, re.I) if self.greater else False:
+            return "gt"
+        if re.search(self.less, text, re.I) if self.less else False:
+            return "lt"
+        return None
+
+    # --- currency ----------------------------------------------------------------------------------
+    @cached_property
+    def _currency(self) -> re.Pattern[str]:
+        words = [*self.lex.currency_before, *self.lex.currency_after]
+        return re.compile(alternation(words, boundary=False), re.I)
+
+    def mentions_currency(self, text: str) -> bool:
+        return bool(self._currency.search(text))

@@ -1,0 +1,139 @@
+"""The ``Lexicon``: every word the appliance knows about a language, as data.
+
+A language pack (``lang/en.py``, ``lang/zh.py``) is one ``Lexicon`` value; code elsewhere
+holds no words of any language. Several packs merge into one lexicon (a schema names its
+languages; by default every shipped pack is active), so a mixed English/Chinese message is
+read with both vocabularies at once.
+
+Fields are plain tuples/dicts of words. ``patterns`` holds the few regular expressions that
+cannot be expressed as word lists (Chinese "X月Y日", "尾号1234"); their named groups are the
+contract the parsers in ``lang/dates.py`` and ``lang/numbers.py`` rely on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+__all__ = ["Lexicon", "merge"]
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """Words of one language (or the union of several, see :func:`merge`)."""
+
+    code: str
+    script: str = "latin"  # "han" for packs whose words are CJK (matched without word boundaries)
+    # --- questions -------------------------------------------------------------------
+    question_marks: tuple[str, ...] = ()  # a message containing one asks something ("?", "吗")
+    question_openers: tuple[str, ...] = ()  # a message opening with one asks ("where", "is")
+    question_words: tuple[str, ...] = ()  # anywhere in the message ("请问", "哪")
+    lookup_openers: tuple[str, ...] = ()  # chat: a turn opening with one is a lookup ("show", "list")
+    asking_for: tuple[str, ...] = ()  # words before the asked-for noun ("which", "哪些")
+    asking_after: tuple[str, ...] = ()  # words after the asked-for noun ("有哪些", "是谁")
+    relative_pronouns: tuple[str, ...] = ()  # "users who …": the noun before is asked for
+    determiners: tuple[str, ...] = ()  # "all", "any", "the"
+    topic_markers: tuple[str, ...] = ()  # "about X", "关于X"
+    topic_suffixes: tuple[str, ...] = ()  # "X问题"
+    all_sessions: tuple[str, ...] = ()  # "all sessions", "所有会话"
+    recent_words: tuple[str, ...] = ()  # the question asks for recent things ("latest", "最近")
+    when_words: tuple[str, ...] = ()  # "when did …", "什么时候"
+    # --- negation and affirmation ------------------------------------------------------
+    negations: tuple[str, ...] = ()  # before a word, deny it ("not", "never", "没")
+    negation_bridges: tuple[str, ...] = ()  # may stand between a negation and its word ("yet", "已经")
+    rule_out: tuple[str, ...] = ()  # before an id, rule it out ("not 12345", "不是")
+    affirmations: tuple[str, ...] = ()  # "yes", "sure", "是", "要"
+    denials: tuple[str, ...] = ()  # "no", "不要", "不用"
+    indifference: tuple[str, ...] = ()  # "any", "doesn't matter", "都可以"
+    # --- comparison and ranges -------------------------------------------------------------
+    greater: tuple[str, ...] = ()  # "over 1000", "超过1000", "1000以上" (see greater_after)
+    less: tuple[str, ...] = ()
+    greater_after: tuple[str, ...] = ()  # after the number: "4.5分以上"
+    less_after: tuple[str, ...] = ()
+    range_joiners: tuple[str, ...] = ()  # "between 50 and 100", "50-100", "50到100"
+    # --- numbers and money -----------------------------------------------------------------
+    number_words: dict[str, int] = field(default_factory=dict)  # "one" → 1, "两" → 2
+    scale_words: dict[str, int] = field(default_factory=dict)  # "hundred" → 100, "万" → 10000
+    thousand_suffixes: tuple[str, ...] = ()  # "2k"
+    currency_before: dict[str, str] = field(default_factory=dict)  # "$" → USD
+    currency_after: dict[str, str] = field(default_factory=dict)  # "元" → CNY, "dollars" → USD
+    unit_after: tuple[str, ...] = ()  # counters after a number: "个", "张", "stars"
+    # --- dates and times ----------------------------------------------------------------------
+    months: dict[str, int] = field(default_factory=dict)  # "march"/"mar" → 3
+    weekdays: dict[str, int] = field(default_factory=dict)  # "monday" → 0, "周一" → 0
+    relative_days: dict[str, int] = field(default_factory=dict)  # "yesterday" → -1, "后天" → 2
+    ordinal_suffixes: tuple[str, ...] = ()  # "st", "nd", "rd", "th"
+    this_words: tuple[str, ...] = ()  # "this Sunday", "本周"
+    next_words: tuple[str, ...] = ()  # "next Monday", "下周"
+    last_words: tuple[str, ...] = ()  # "last week", "上周"
+    unit_words: dict[str, str] = field(default_factory=dict)  # "week(s)" → week, "天" → day
+    ago_words: tuple[str, ...] = ()  # "3 days ago", "3天前"
+    later_words: tuple[str, ...] = ()  # "in 3 days" (before) / "3天后" (after)
+    in_words: tuple[str, ...] = ()  # "in May 2023", "in 3 days"
+    of_month_words: tuple[str, ...] = ()  # "the 13th of this month"
+    day_periods: dict[str, str] = field(default_factory=dict)  # "morning" → am, "下午" → pm
+    clock_words: dict[str, int] = field(default_factory=dict)  # "noon" → 12, "midnight" → 0
+    quarter_words: dict[str, int] = field(default_factory=dict)  # "quarter past" → +15, "半" → +30
+    oclock: tuple[str, ...] = ()  # "o'clock", "点", "时"
+    # --- ids ----------------------------------------------------------------------------------
+    id_suffix_markers: tuple[str, ...] = ()  # "ending in", "尾号"
+    id_markers: tuple[str, ...] = ()  # "#", "号", "no."
+    # --- phrase structure (candidate spans) ---------------------------------------------------
+    prepositions: tuple[str, ...] = ()  # a value often follows one ("in Paris", "在北京")
+    origin_cues: tuple[str, ...] = ()  # the value after one is a from/start ("from", "从")
+    destination_cues: tuple[str, ...] = ()  # the value after one is a to/end ("to", "去")
+    agent_cues: tuple[str, ...] = ()  # "by", "starring", "with" (a person follows)
+    stopwords: tuple[str, ...] = ()  # function words: never a value on their own
+    fillers: tuple[str, ...] = ()  # chat fillers that never start a value ("please", "吧")
+    name_titles: tuple[str, ...] = ()  # "Mr", "Dr", "先生" (a name is next to one)
+    address_suffixes: tuple[str, ...] = ()  # "Street", "Ave", "路", "号"
+    # --- attribute kinds (schema import only: what a slot's words say about its values) -------
+    kind_words: dict[str, tuple[str, ...]] = field(default_factory=dict)  # kind → words in name/description
+    # --- regular expressions that word lists cannot express (named groups: see module doc) ---
+    patterns: dict[str, str] = field(default_factory=dict)
+    # --- prompts (the model reads English instructions whatever the message language) -------
+    prompts: dict[str, str] = field(default_factory=dict)
+
+    def words(self) -> set[str]:
+        """Every word of this lexicon (for the test that keeps words out of the code)."""
+        out: set[str] = set()
+        for f in fields(self):
+            if f.name in ("code", "script", "patterns", "prompts"):
+                continue
+            value: Any = getattr(self, f.name)
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    out.add(str(k))
+                    if isinstance(v, tuple):
+                        out.update(v)
+            elif isinstance(value, tuple):
+                out.update(value)
+        return {w for w in out if w}
+
+
+def merge(packs: list[Lexicon]) -> Lexicon:
+    """The union of several packs: tuples concatenated (order kept, duplicates dropped),
+    dicts merged (an earlier pack wins a clash), patterns kept per pack under ``code:name``."""
+    if len(packs) == 1:
+        return packs[0]
+    values: dict[str, Any] = {"code": "+".join(p.code for p in packs), "script": "mixed"}
+    for f in fields(Lexicon):
+        if f.name in ("code", "script"):
+            continue
+        items = [getattr(p, f.name) for p in packs]
+        if f.name == "patterns":
+            values[f.name] = {f"{p.code}:{k}": v for p in packs for k, v in p.patterns.items()}
+        elif f.name == "kind_words":
+            merged: dict[str, tuple[str, ...]] = {}
+            for d in items:
+                for k, v in d.items():
+                    merged[k] = tuple(dict.fromkeys([*merged.get(k, ()), *v]))
+            values[f.name] = merged
+        elif isinstance(items[0], dict):
+            out: dict[Any, Any] = {}
+            for d in reversed(items):
+                out.update(d)
+            values[f.name] = out
+        else:
+            values[f.name] = tuple(dict.fromkeys(w for t in items for w in t))
+    return Lexicon(**values)

@@ -1,0 +1,146 @@
+"""The DuckDB connection: opening, migrations, transactions, checkpoints.
+
+Why it is shaped this way:
+
+* One connection per file, one lock: DuckDB lets one process write a file; in-process writers
+  are serialised by an ``RLock`` and a second process gets ``StoreLockedError`` with a hint.
+* ``transaction()`` is the only way to write: BEGIN … COMMIT, or ROLLBACK on any error. A
+  committed transaction survives SIGKILL (DuckDB's WAL); an uncommitted one disappears whole.
+* Migrations run on open (``meta.db_version``); the file is never silently recreated, and a
+  file written by a newer appliance is refused unmodified.
+* ``checkpoint()`` folds the WAL into the file, so a copy of the ``.duckdb`` file alone holds
+  every committed record (a stop on SIGTERM calls it; ``close`` does too).
+* Extensions are never auto-installed (that would download): only built-ins (json, parquet).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from ..errors import CorruptStoreError, StoreError, StoreLockedError
+from .migrations import DB_VERSION, MIGRATIONS
+
+__all__ = ["Database", "now", "session_clause", "DB_VERSION"]
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def session_clause(column: str, session: str | None, keyword: str = "AND") -> tuple[str, list[Any]]:
+    """`` {keyword} {column} = ? `` and its parameter, or nothing when no session is given."""
+    return (f" {keyword} {column} = ? ", [session]) if session else ("", [])
+
+
+class Database:
+    """One DuckDB file (or ``:memory:``) with its lock, migrations and transactions."""
+
+    def __init__(self, path: str | Path, read_only: bool = False, create: bool = True) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            p = Path(self.path)
+            if not p.exists() and not create:
+                raise StoreError(
+                    f"no database at {self.path}",
+                    hint="check the path, or pass --create (create=True) to start a new database there",
+                )
+            if p.exists() and p.is_dir():
+                raise StoreError(f"{self.path} is a directory, not a database file")
+            p.parent.mkdir(parents=True, exist_ok=True)
+        config: dict[str, str | bool | int | float | list[str]] = {"autoinstall_known_extensions": False}
+        try:
+            self.con = duckdb.connect(self.path, read_only=read_only, config=config)
+        except duckdb.IOException as exc:
+            text = str(exc)
+            if "lock" in text.lower():
+                raise StoreLockedError(
+                    f"database {self.path} is in use by another process: {text.splitlines()[0][:200]}"
+                ) from None
+            raise CorruptStoreError(f"cannot open database {self.path}: {text[:300]}") from None
+        except duckdb.Error as exc:
+            raise CorruptStoreError(f"cannot open database {self.path}: {str(exc)[:300]}") from None
+        self.lock = threading.RLock()
+        self.read_only = read_only
+        self.closed = False
+        try:
+            if not read_only:
+                self._migrate()
+            self._check()
+        except Exception:
+            self.con.close()
+            raise
+
+    def _migrate(self) -> None:
+        with self.lock:
+            self.con.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+            row = self.con.execute("SELECT value FROM meta WHERE key = 'db_version'").fetchone()
+            current = int(row[0]) if row else 0
+            if current > DB_VERSION:
+                raise StoreError(
+                    f"database version {current} is newer than this appliance ({DB_VERSION})",
+                    hint="upgrade the appliance",
+                )
+            for version in range(current + 1, DB_VERSION + 1):
+                self.con.execute("BEGIN TRANSACTION")
+                try:
+                    for stmt in MIGRATIONS[version]:
+                        self.con.execute(stmt)
+                    self.con.execute("INSERT OR REPLACE INTO meta VALUES ('db_version', ?)", [str(version)])
+                    self.con.execute("COMMIT")
+                except Exception:
+                    self.con.execute("ROLLBACK")
+                    raise
+
+    def _check(self) -> None:
+        try:
+            self.con.execute("SELECT count(*) FROM memories").fetchone()
+        except duckdb.Error as exc:
+            raise CorruptStoreError(f"{self.path} is not an appliance database: {str(exc)[:200]}") from None
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """BEGIN … COMMIT under the lock; ROLLBACK when the body raises."""
+        if self.read_only:
+            raise StoreError("the store is open read-only")
+        with self.lock:
+            self.con.execute("BEGIN TRANSACTION")
+            try:
+                yield self.con
+            except BaseException:
+                self.con.execute("ROLLBACK")
+                raise
+            self.con.execute("COMMIT")
+
+    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Run one read statement under the lock."""
+        with self.lock:
+            return self.con.execute(sql, list(params)).fetchall()
+
+    def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        with self.lock:
+            return self.con.execute(sql, list(params)).fetchone()
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the database file (a copy of the file alone then holds everything)."""
+        if self.read_only or self.closed:
+            return
+        with self.lock:
+            self.con.execute("CHECKPOINT")
+
+    def close(self) -> None:
+        with self.lock:
+            if self.closed:
+                return
+            try:
+                self.checkpoint()
+            except duckdb.Error:
+                pass  # closing still folds what it can; never lose the close itself
+            self.con.close()
+            self.closed = True

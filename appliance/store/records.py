@@ -1,0 +1,238 @@
+"""Memories: inserting (one and many), reading, editing, deleting, exporting.
+
+A record's entity upserts and relationships are written by ``MemoryStore.write`` in the same
+transaction as its row; the bulk path reaches the same end state set-wise (imports, benchmarks)
+and combines values with the same merge rule (``entities.merge_values``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from ..domain.records import MemoryRecord, Relationship
+from ..errors import StoreError
+from .database import Database, now, session_clause
+from .rows import MEMORY_COLUMNS, MEMORY_SELECT, dumps, memory_row, record_from_row, relationship_from_row
+
+__all__ = ["RecordsRepo", "EDITABLE_FIELDS"]
+
+EDITABLE_FIELDS = ("event_type", "entity_type", "entity_id", "state", "attributes", "status", "note")
+_INSERT = f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) VALUES ({', '.join('?' for _ in MEMORY_COLUMNS)})"
+
+
+class RecordsRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # --- writing (inside a transaction) -------------------------------------------------
+    def insert(self, con: duckdb.DuckDBPyConnection, r: MemoryRecord, request_id: str | None = None) -> None:
+        con.execute(_INSERT, list(memory_row(r, recorded_at=now(), request_id=request_id)))
+
+    def add_relationship(self, con: duckdb.DuckDBPyConnection, session: str, rel: Relationship, memory_id: str) -> None:
+        con.execute(
+            "INSERT OR IGNORE INTO relationships VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [session, rel.type, rel.source_type, rel.source_id, rel.target_type, rel.target_id, memory_id, now()],
+        )
+
+    def insert_many(self, con: duckdb.DuckDBPyConnection, records: Sequence[MemoryRecord]) -> None:
+        import pandas as pd  # ships with gradio; zero-copy bulk inserts
+
+        stamp = now()
+        frame = pd.DataFrame([memory_row(r, recorded_at=stamp) for r in records], columns=list(MEMORY_COLUMNS))
+        con.register("_bulk_m", frame)
+        try:
+            con.execute(f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) SELECT * FROM _bulk_m")
+        finally:
+            con.unregister("_bulk_m")
+
+    # --- one transaction each ---------------------------------------------------------------
+    def update(self, memory_id: str, **fields: Any) -> MemoryRecord:
+        """Edit a stored record's fields (already validated by the caller)."""
+        bad = set(fields) - set(EDITABLE_FIELDS)
+        if bad:
+            raise StoreError(f"cannot edit field(s) {sorted(bad)}")
+        with self.db.transaction() as con:
+            for name, value in fields.items():  # names come from the fixed set above
+                if name == "attributes":
+                    value = dumps(value)
+                con.execute(f"UPDATE memories SET {name} = ? WHERE memory_id = ?", [value, memory_id])
+        rec = self.get(memory_id)
+        if rec is None:
+            raise StoreError(f"no memory {memory_id}")
+        return rec
+
+    def delete(self, con: duckdb.DuckDBPyConnection, memory_id: str) -> bool:
+        """Delete one record and its links (entities stay: other records may cite them);
+        the caller deletes its vectors and lexical postings in the same transaction."""
+        con.execute("DELETE FROM memory_entities WHERE memory_id = ?", [memory_id])
+        con.execute("DELETE FROM relationships WHERE memory_id = ?", [memory_id])
+        con.execute("DELETE FROM memory_links WHERE memory_id = ? OR summary_id = ?", [memory_id, memory_id])
+        gone = con.execute("DELETE FROM memories WHERE memory_id = ? RETURNING memory_id", [memory_id]).fetchall()
+        return bool(gone)
+
+    # --- reading --------------------------------------------------------------------------------
+    def _where(
+        self, where: str, params: Sequence[Any], limit: int, order: str = "m.ts DESC", offset: int = 0
+    ) -> list[MemoryRecord]:
+        """Records matching a WHERE clause written in this package, with bound params."""
+        sql = f"SELECT {MEMORY_SELECT} FROM memories m WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?"
+        with self.db.lock:
+            rows = self.db.con.execute(sql, [*params, limit, offset]).fetchall()
+            return self.from_rows(rows)
+
+    def from_rows(self, rows: Sequence[Sequence[Any]]) -> list[MemoryRecord]:
+        """Build records with their relationships fetched in one query, not one per row."""
+        rels: dict[str, list[Relationship]] = {}
+        ids = [r[0] for r in rows]
+        if ids:
+            marks = ", ".join("?" for _ in ids)
+            with self.db.lock:
+                found = self.db.con.execute(
+                    "SELECT memory_id, rel_type, source_type, source_id, target_type, target_id FROM relationships "
+                    f"WHERE memory_id IN ({marks})",
+                    ids,
+                ).fetchall()
+            for mid, *rel in found:
+                rels.setdefault(mid, []).append(relationship_from_row(rel))
+        return [record_from_row(r, rels.get(r[0], [])) for r in rows]
+
+    def get(self, memory_id: str) -> MemoryRecord | None:
+        rows = self._where("m.memory_id = ?", [memory_id], limit=1)
+        return rows[0] if rows else None
+
+    def by_request(self, session: str, request_id: str) -> MemoryRecord | None:
+        """The record stored earlier under a client's idempotency key in this session."""
+        rows = self._where("m.session_id = ? AND m.request_id = ?", [session, request_id], limit=1)
+        return rows[0] if rows else None
+
+    def by_ids(self, ids: Sequence[str], order: str = "m.ts DESC") -> list[MemoryRecord]:
+        """The records with these ids (any missing are simply absent)."""
+        if not ids:
+            return []
+        marks = ", ".join("?" for _ in ids)
+        return self._where(f"m.memory_id IN ({marks})", list(ids), limit=len(ids), order=order)
+
+    def latest_about(
+        self, session: str, entity_id: str, entity_type: str | None = None, besides: str | None = None
+    ) -> MemoryRecord | None:
+        """The session's newest record about ``entity_id`` (of ``entity_type``; not ``besides``)."""
+        where, params = ["m.session_id = ?", "m.entity_id = ?"], [session, entity_id]
+        if entity_type is not None:
+            where.append("m.entity_type = ?")
+            params.append(entity_type)
+        if besides is not None:
+            where.append("m.memory_id <> ?")
+            params.append(besides)
+        found = self._where(" AND ".join(where), params, limit=1)
+        return found[0] if found else None
+
+    def containing(self, session: str | None, text: str, limit: int = 5) -> list[MemoryRecord]:
+        """Records whose text contains ``text`` (case-sensitive substring, no wildcards)."""
+        where, params = session_clause("m.session_id", session)
+        return self._where(f"contains(m.source_text, ?){where}", [text, *params], limit=limit)
+
+    def for_entity(self, session: str | None, etype: str, eid: str, limit: int = 5) -> list[MemoryRecord]:
+        where = "m.memory_id IN (SELECT memory_id FROM memory_entities WHERE entity_type = ? AND entity_id = ?" + (
+            " AND session_id = ?)" if session else ")"
+        )
+        params = [etype, eid] + ([session] if session else [])
+        return self._where(where, params, limit=limit)
+
+    def for_entities(
+        self, session: str | None, keys: Sequence[tuple[str, str]], per_entity: int = 3
+    ) -> dict[tuple[str, str], list[MemoryRecord]]:
+        """The latest ``per_entity`` memories of each entity, in two queries for all keys."""
+        if not keys:
+            return {}
+        values = ", ".join("(?, ?)" for _ in keys)
+        session_sql, session_params = session_clause("l.session_id", session)
+        params: list[Any] = [p for k in keys for p in k] + session_params
+        sql = (
+            f"SELECT k_type, k_id, {MEMORY_SELECT.replace('m.', '')} FROM ("
+            f"SELECT l.entity_type AS k_type, l.entity_id AS k_id, {MEMORY_SELECT}, "
+            "row_number() OVER (PARTITION BY l.entity_type, l.entity_id ORDER BY m.ts DESC) AS rn "
+            f"FROM (VALUES {values}) AS k(t, i) "
+            "JOIN memory_entities l ON l.entity_type = k.t AND l.entity_id = k.i "
+            f"JOIN memories m ON m.memory_id = l.memory_id WHERE TRUE{session_sql}"
+            ") WHERE rn <= ? ORDER BY k_type, k_id, ts DESC"
+        )
+        rows = self.db.fetch(sql, [*params, per_entity])
+        records = self.from_rows([r[2:] for r in rows])
+        out: dict[tuple[str, str], list[MemoryRecord]] = {}
+        for row, rec in zip(rows, records):
+            out.setdefault((row[0], row[1]), []).append(rec)
+        return out
+
+    def page(
+        self,
+        session: str | None = None,
+        search: str = "",
+        limit: int = 100,
+        offset: int = 0,
+        status: str | None = None,
+        order: str = "m.ts DESC",
+    ) -> list[MemoryRecord]:
+        """Records for the panel / export: newest first, optional substring search."""
+        clauses, params = ["TRUE"], []
+        if session:
+            clauses.append("m.session_id = ?")
+            params.append(session)
+        if status:
+            clauses.append("m.status = ?")
+            params.append(status)
+        if search:
+            clauses.append("(m.source_text ILIKE ? OR m.entity_id ILIKE ? OR m.event_type ILIKE ?)")
+            params += [f"%{search}%"] * 3
+        return self._where(" AND ".join(clauses), params, limit=limit, order=order, offset=offset)
+
+    def iter(self, batch: int = 500, session: str | None = None) -> Iterator[MemoryRecord]:
+        """Every record, oldest first, in pages (exports)."""
+        offset = 0
+        while True:
+            chunk = self.page(session=session, limit=batch, offset=offset, order="m.ts, m.memory_id")
+            if not chunk:
+                return
+            yield from chunk
+            offset += batch
+
+    def ids(self) -> set[str]:
+        return {r[0] for r in self.db.fetch("SELECT memory_id FROM memories")}
+
+    def sessions(self) -> list[str]:
+        return [r[0] for r in self.db.fetch("SELECT DISTINCT session_id FROM memories ORDER BY 1")]
+
+    def session_exists(self, session: str) -> bool:
+        return self.db.fetch_one("SELECT 1 FROM memories WHERE session_id = ? LIMIT 1", [session]) is not None
+
+    # --- Parquet ---------------------------------------------------------------------------------
+    def export_parquet(self, path: Path) -> int:
+        with self.db.lock:
+            self.db.con.execute(f"COPY (SELECT * FROM memories ORDER BY ts) TO '{_sql_path(path)}' (FORMAT parquet)")
+            row = self.db.con.execute("SELECT count(*) FROM memories").fetchone()
+        return int(row[0]) if row else 0
+
+    def read_parquet_rows(self, path: Path) -> list[dict[str, Any]]:
+        """Rows of a Parquet export (as written by ``export_parquet``), as dicts."""
+        with self.db.lock:
+            try:
+                cur = self.db.con.execute("SELECT * FROM read_parquet(?)", [str(path)])
+            except duckdb.Error as exc:
+                raise StoreError(f"cannot read {path} as Parquet: {str(exc)[:200]}") from None
+            cols = [d[0] for d in cur.description]
+            return [dict(zip(cols, row)) for row in cur.fetchall()]
+
+    def attributes_json(self, raw: str | None) -> dict[str, Any]:
+        return json.loads(raw or "{}")
+
+
+def _sql_path(path: Path) -> str:
+    # COPY cannot take a bound parameter for its target; refuse anything but a plain path.
+    s = str(path)
+    if "'" in s or "\x00" in s:
+        raise StoreError(f"unsupported characters in export path {s!r}")
+    return s

@@ -29,13 +29,15 @@ from pydantic import ValidationError
 from .config import Settings
 from .domain.drafts import draft_model
 from .domain.inputs import MAX_TEXT_CHARS, clean_session, clean_text
-from .domain.links import derive_relationships, derived_links, mentions_of, relationship_of
+from .domain.links import days_of, derive_relationships, derived_links, mentions_of, relationship_of
 from .domain.loading import load_schema, parse_schema
 from .domain.records import Entity, MemoryRecord, RecallQuery, RecallResult, Relationship
 from .domain.schema import MemorySchema
 from .errors import InputError, QueryError, SchemaError
-from .extract.extractor import ExtractMode, Extractor
+from .extract.examples import ExampleBank
+from .extract.extractor import ExtractMode, Extractor, SessionHint
 from .extract.routing import SchemaChoice, choose_schema
+from .lang.segment import index_terms
 from .lifecycle.forgetting import Decision
 from .lifecycle.migrate import MigrationPlan, MigrationSpec
 from .lifecycle.resolve import Resolver
@@ -103,6 +105,8 @@ class Appliance:
         self._model_spec = model if model is not None else self.settings.model
         self._engine: Engine | None = model if (model is not None and not isinstance(model, str)) else None
         self._extractors: dict[str, Extractor] = {}
+        self._examples: dict[str, tuple[int, ExampleBank]] = {}  # schema id → (reviewed count, bank)
+        self._indexed = False  # lexical/time backlog checked
         self._parsers: dict[str, QuestionParser] = {}
         self._lock = threading.Lock()
         self.recaller = RecallService(self.store, self.embedder)
@@ -207,12 +211,15 @@ class Appliance:
         )
         with self._lock:
             extractor = self.extractor_for(sch)
+            hint = SessionHint(
+                previous_event=self.store.records.latest_event(session_id, sch.schema_id),
+                corrects=Resolver(sch, self.store).corrected_event(text, session_id),
+                examples=self._example_bank(sch),
+            )
             try:
                 extractor.on_progress = on_progress
                 try:
-                    result = extractor.extract(
-                        text, now, corrects=Resolver(sch, self.store).corrected_event(text, session_id)
-                    )
+                    result = extractor.extract(text, now, hint=hint)
                 finally:
                     extractor.on_progress = None
             except InputError as exc:  # e.g. context overflow: keep the text, flag it
@@ -229,9 +236,10 @@ class Appliance:
             return self._store(sch, rec)
         d = result.draft
         ent = sch.entity(d.entity.type)
-        status: Literal["ok", "needs_review"] = (
-            "ok" if result.confidence >= self.settings.review_threshold else "needs_review"
+        review = result.review or (
+            f"low confidence ({result.confidence:.2f})" if result.confidence < self.settings.review_threshold else ""
         )
+        status: Literal["ok", "needs_review"] = "needs_review" if review else "ok"
         rec = MemoryRecord(
             **base,
             status=status,
@@ -242,13 +250,33 @@ class Appliance:
             state=d.entity.state,
             attributes=dict(d.entity.attributes),
             raw_output=result.raw_output,
-            note=(
-                result.note + (f" | schema {routed.domain} chosen (p={routed.probability:.2f})" if routed else "")
-            ).strip(" |"),
+            note=" | ".join(
+                x
+                for x in (
+                    result.note,
+                    f"schema {routed.domain} chosen (p={routed.probability:.2f})" if routed else "",
+                    f"review: {review}" if review else "",
+                )
+                if x
+            ),
+            spans=result.spans,
             relationships=[relationship_of(r.model_dump()) for r in d.relationships],
             mentions=mentions_of(sch, ent, d.entity.attributes),
         )
         return self._store(sch, rec)
+
+    def _example_bank(self, schema: MemorySchema) -> ExampleBank | None:
+        """The reviewed records of ``schema`` (its own id and earlier versions of its domain
+        are the same schema's examples), rebuilt when their number changes."""
+        ids = [schema.schema_id]
+        count = self.store.records.reviewed_count(ids)
+        if not count:
+            return None
+        cached = self._examples.get(schema.schema_id)
+        if cached is None or cached[0] != count:
+            bank = ExampleBank.build(schema, self.store.records.reviewed(ids), self.embedder)
+            self._examples[schema.schema_id] = (count, bank)
+        return self._examples[schema.schema_id][1]
 
     def _store(self, schema: MemorySchema, rec: MemoryRecord) -> MemoryRecord:
         """Resolve and store in one transaction (memory, entities, merges, correction, vector).
@@ -259,6 +287,8 @@ class Appliance:
         with self._lock:
             plan = Resolver(schema, self.store).resolve(rec)
             plan.vector = vector
+            plan.terms = tuple(memory_terms(plan.record))
+            plan.days = tuple(days_of(schema, plan.record))
             return self.store.write(plan)
 
     def _vector(self, text: str) -> Any:
@@ -270,6 +300,26 @@ class Appliance:
             return self.embedder.encode([text])[0]
         except Exception:  # noqa: BLE001 - embedding is an optional complement
             return None
+
+    def backfill_lexical(self, batch: int = 2000) -> int:
+        """Index stored records the lexical channel does not hold yet (imports, older files)."""
+        done = 0
+        while rows := self.store.lexical.missing(batch):
+            docs = [(m, s, memory_terms_of(text, json.loads(attrs))) for m, s, text, attrs in rows]
+            self.store.add_terms(docs)
+            done += len(rows)
+        return done
+
+    def backfill_days(self, batch: int = 2000) -> int:
+        """Record the days of stored records that have none yet (imports, older files)."""
+        done = 0
+        while rows := self.store.days.missing(batch):
+            recs = self.store.records.by_ids([m for m, _ in rows])
+            self.store.add_days([(r.memory_id, r.session_id, days_of(self.schema_by_id(r.schema_id), r)) for r in recs])
+            done += len(rows)
+            if len(recs) < len(rows):
+                break
+        return done
 
     def backfill_vectors(self, batch: int = 256) -> int:
         """Embed stored records that have no vector of the active encoder; returns how many."""
@@ -283,14 +333,27 @@ class Appliance:
         return done
 
     # --- recall -----------------------------------------------------------------------
-    def recall(self, question: Any, session_id: str = "default", schema: str | None = None) -> RecallResult:
-        """Answer a question from memory: parse → SQL → hits → context."""
+    def recall(
+        self, question: Any, session_id: str = "default", schema: str | None = None, now: datetime | None = None
+    ) -> RecallResult:
+        """Answer a question from memory (``now``: when it is asked; relative dates in it — "last
+        week" — are read against it)."""
         question = clean_text(question, "question")
         session_id = clean_session(session_id)
+        now = now or datetime.now(UTC)
         sch, _ = self.schema_for(question, schema)
+        self._index_backlog()
         with self._lock:
-            parsed = self.parser_for(sch).parse(question, datetime.now(UTC))
-        return self.recaller.recall(sch, parsed, question, session_id)
+            parsed = self.parser_for(sch).parse(question, now)
+        return self.recaller.recall(sch, parsed, question, session_id, now)
+
+    def _index_backlog(self) -> None:
+        """Index memories the lexical and time channels do not hold yet (once, e.g. after an
+        upgrade from a file written before they existed)."""
+        if not self._indexed:
+            self.backfill_lexical()
+            self.backfill_days()
+            self._indexed = True
 
     def query(
         self,
@@ -365,6 +428,8 @@ class Appliance:
         status = changes.get("status", "reviewed")
         if status not in ("ok", "needs_review", "reviewed"):
             raise QueryError(f"status must be ok, needs_review or reviewed, not {str(status)[:40]!r}")
+        if changes.get("entity_type", rec.entity_type) != rec.entity_type:
+            merged["attributes"] = {}  # another entity type: the old values are not its attributes
         merged.update({k: v for k, v in changes.items() if k not in ("status", "attributes")})
         merged["attributes"] = {**merged["attributes"], **changes.get("attributes", {})}
         try:
@@ -388,12 +453,29 @@ class Appliance:
             errs = [e for e in exc.errors() if f"E{idx}Entity" in map(str, e["loc"])] or exc.errors()
             loc = ".".join(str(p) for p in errs[0]["loc"] if not str(p).endswith("Entity"))
             raise QueryError(f"invalid value at {loc}: {errs[0]['msg']}") from None
+        spans = {k: v for k, v in rec.spans.items() if attrs.get(k) == rec.attributes.get(k)}
+        for name, value in attrs.items():  # a corrected value keeps the text it stands for, if any
+            if value is not None and name not in spans:
+                pos = rec.source_text.lower().find(str(value).lower())
+                if pos >= 0:
+                    spans[name] = rec.source_text[pos : pos + len(str(value))]
         fields = {
             **{k: merged[k] for k in ("event_type", "entity_type", "entity_id", "state")},
             "attributes": attrs,
+            "spans": spans,
             "status": status,
         }
-        return self.store.records.update(memory_id, **fields)
+        edited = self.store.edit(memory_id, **fields)
+        self._examples.clear()  # reviewed records teach the extractors: reload them
+        return edited
+
+    def teach(
+        self, text: Any, fields: dict[str, Any], session_id: str = "default", now: datetime | None = None
+    ) -> MemoryRecord:
+        """Record ``text`` and correct the result to ``fields`` at once: the reviewed record
+        becomes an example later extractions learn from."""
+        rec = self.record(text, session_id=session_id, now=now)
+        return self.edit_record(rec.memory_id, {**fields, "status": "reviewed"})
 
     def delete_record(self, memory_id: str) -> bool:
         return self.store.delete_record(memory_id)
@@ -452,6 +534,8 @@ class Appliance:
         for start in range(0, len(batch), 5000):
             self.store.write_many(batch[start : start + 5000])
         self.backfill_vectors()
+        self.backfill_lexical()
+        self.backfill_days()
         return len(batch), problems
 
     def schema_suggestions(self, limit: int = 5000) -> list[dict[str, Any]]:
@@ -566,6 +650,16 @@ class Appliance:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def memory_terms_of(text: str, attributes: dict[str, Any], entity_id: str | None = None) -> list[str]:
+    """A memory's lexical terms: its text, its entity id and its values."""
+    values = " ".join(str(v) for v in attributes.values() if v is not None and not isinstance(v, bool))
+    return index_terms(f"{text} {entity_id or ''} {values}")
+
+
+def memory_terms(rec: MemoryRecord) -> list[str]:
+    return memory_terms_of(rec.source_text, rec.attributes, rec.entity_id)
 
 
 def _known(encoder: str) -> str:

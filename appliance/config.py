@@ -48,5 +48,5 @@ class Settings(BaseModel):
             review_threshold=float(e.get("APPLIANCE_REVIEW_THRESHOLD", "0.5")),
             grammar_backend=e.get("APPLIANCE_GRAMMAR_BACKEND", "llguidance"),
             semantic=e.get("APPLIANCE_SEMANTIC", "on").lower() not in ("0", "off", "false", "no"),
-            encoder=e.get("APPLIANCE_ENCODER", "minilm"),
+            encoder=e.get("APPLIANCE_ENCODER", "use3"),
         )

@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from appliance.config import PROJECT_ROOT  # noqa: E402
 from appliance.domain.loading import load_schema  # noqa: E402
-from appliance.extract.candidates import find_candidates  # noqa: E402
 from appliance.extract.extractor import Extractor  # noqa: E402
+from appliance.extract.spans import find_spans  # noqa: E402
 from appliance.lang import language_for  # noqa: E402
 from appliance.model.engine import LlamaCppEngine, available_models, resolve_model_path  # noqa: E402
 from appliance.model.grammar import GrammarCache  # noqa: E402
@@ -49,17 +49,19 @@ MODES = {
 
 
 def _norm(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:g}"
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return f"{float(v):g}"
     return str(v).strip().lower()
 
 
 def _grounded(value: Any, text: str) -> bool:
-    if value is None:
+    """A stored value is grounded when it is a span of the text or the normalised value of one
+    (dates, times, amounts, ranges, numbers written in words)."""
+    if value is None or isinstance(value, bool):
         return True
     if str(value) in text:
         return True
-    return any(_norm(c.value) == _norm(value) for c in find_candidates(language_for(), text, NOW))
+    return any(_norm(s.value) == _norm(value) for s in find_spans(language_for(), text, NOW) if s.value is not None)
 
 
 def evaluate(

@@ -200,7 +200,8 @@ SPEC = {
 
 def _paid(app: Appliance) -> MemoryRecord:
     rec = _add(app, "I paid 12 for order 4567", "payment_received", "4567", amount=12.0)
-    app.store.records.update(rec.memory_id, state="paid")
+    with app.store.db.transaction() as con:
+        app.store.records.update(con, rec.memory_id, state="paid")
     app.store.entities.update("s", "Order", "4567", 1, state="paid")
     return rec
 

@@ -8,12 +8,14 @@ editing and resolution all derive them here, so the rule exists once.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
 from typing import Any
 
-from .records import MAX_RELATIONSHIPS, EntityRef, Relationship
+from ..lang.dates import date_range
+from .records import MAX_RELATIONSHIPS, EntityRef, MemoryRecord, Relationship
 from .schema import EntityType, MemorySchema
 
-__all__ = ["derive_relationships", "derived_links", "relationship_of", "mentions_of"]
+__all__ = ["derive_relationships", "derived_links", "relationship_of", "mentions_of", "days_of"]
 
 
 def derive_relationships(
@@ -69,4 +71,20 @@ def mentions_of(schema: MemorySchema, entity: EntityType, attributes: Mapping[st
         target = schema.entity_for_id_attribute(a.name) if a.kind == "ref" else None
         if target is not None and attributes.get(a.name) is not None:
             out.append(EntityRef(type=target.name, id=str(attributes[a.name])))
+    return out
+
+
+def days_of(schema: MemorySchema, rec: MemoryRecord) -> list[tuple[date, date, str]]:
+    """The days a record is about: its message day, and each date value it holds (an ISO day or
+    month of a ``date``/``datetime`` attribute), with where each came from."""
+    out: list[tuple[date, date, str]] = [(rec.timestamp.date(), rec.timestamp.date(), "message")]
+    ent = schema.entity(rec.entity_type) if rec.entity_type in schema.entity_names else None
+    if ent is None:
+        return out
+    for a in ent.attributes:
+        value = rec.attributes.get(a.name)
+        if a.kind in ("date", "datetime") and isinstance(value, str):
+            rng = date_range(value[:10] if a.kind == "datetime" else value)
+            if rng is not None:
+                out.append((rng[0], rng[1], a.name))
     return out

@@ -24,6 +24,7 @@ __all__ = [
     "RecallHit",
     "RecallResult",
     "SemanticHit",
+    "RankedMemory",
     "FILTER_OPS",
     "MAX_RELATIONSHIPS",
     "MAX_FILTERS",
@@ -200,6 +201,14 @@ class SemanticHit(BaseModel):
     path: str = "semantic"
 
 
+class RankedMemory(BaseModel):
+    """A memory in the fused recall ranking, with every path that found it."""
+
+    memory: MemoryRecord
+    score: float
+    paths: list[str] = Field(default_factory=list)
+
+
 class RecallResult(BaseModel):
     question: str
     query: RecallQuery
@@ -209,6 +218,10 @@ class RecallResult(BaseModel):
     context: str
     raw_output: str = ""
     semantic: list[SemanticHit] = Field(default_factory=list)
+    memories: list[RankedMemory] = Field(default_factory=list)  # the fused ranking, best first
+    not_found: str = ""  # what the question asks that nothing stored holds ("" when found)
+    time_range: Optional[tuple[str, str]] = None  # the days the question is limited to
+    signals: dict[str, Any] = Field(default_factory=dict)  # what the not-found decision looked at
 
 
 @dataclass
@@ -223,4 +236,6 @@ class RecordWrite:
     merges: list[tuple[str, str, str, str]] = dc_field(default_factory=list)  # (type, from, to, rule)
     correction: tuple[str, str, str, str] | None = None  # (memory_id, type, old id, new id)
     vector: Any = None  # the record text's sentence vector (None: not embedded)
+    terms: tuple[str, ...] | None = None  # its lexical-search terms (None: indexed later by a backfill)
+    days: tuple[tuple[Any, Any, str], ...] = ()  # (first day, last day, source) it is about
     summary_of: tuple[str, ...] = ()  # ids of the memories a summary record compacts

@@ -86,6 +86,7 @@ class Attribute(BaseModel):
     format: Literal["", "code", "phone", "email", "contact", "name", "place", "address", "url"] = ""
     values: tuple[EnumValue, ...] = Field(default=(), max_length=MAX_ENUM)  # enum kind only
     unit: tuple[str, ...] = Field(default=(), max_length=16)  # number kind: words of its unit
+    aliases: tuple[str, ...] = Field(default=(), max_length=16)  # other words for it ("生日", "phone")
 
     @field_validator("name")
     @classmethod
@@ -241,6 +242,9 @@ class EventType(BaseModel):
     # The event *is* the user asking something (user_inquiry): a message's question form
     # ("?", "where…", "吗", "请问") counts for it, and its absence against it.
     question: bool = False
+    # The event commits to something (a purchase, a booking, a transfer) rather than looking for
+    # it: a session usually searches before it commits, so it takes clearer evidence.
+    commits: bool = False
     importance: float = Field(default=0.5, ge=0, le=1)  # feeds the forgetting score of its records
     retention: Retention = Retention()
 
@@ -448,7 +452,8 @@ class MemorySchema(BaseModel):
             "relationships": [r.model_dump(by_alias=True) for r in self.relationships],
             "event_types": [
                 {
-                    **{k: v for k, v in ev.model_dump().items() if k != "attributes"},
+                    **{k: v for k, v in ev.model_dump().items() if k not in ("attributes", "commits")},
+                    **({"commits": True} if ev.commits else {}),
                     **({"attributes": list(ev.attributes)} if ev.attributes else {}),
                     "examples": list(ev.examples),
                     "keywords": list(ev.keywords),
@@ -470,6 +475,8 @@ def _attribute_dict(a: Attribute) -> dict[str, Any]:
         out["values"] = [{"value": v.value, "aliases": list(v.aliases)} if v.aliases else v.value for v in a.values]
     if a.unit:
         out["unit"] = list(a.unit)
+    if a.aliases:
+        out["aliases"] = list(a.aliases)
     return out
 
 

@@ -48,7 +48,7 @@ def find_candidates(lang: Language, text: str, now: datetime, nouns: tuple[str, 
     are left out."""
     out: list[Candidate] = []
     ruled_out = lang.ruled_out(text, nouns)
-    dates = [Candidate(d.value, d.surface, "date") for d in find_dates(lang, text, now)]
+    dates = [Candidate(d.value, d.surface, "date") for d in find_dates(lang, text, now) if d.value is not None]
     date_spans = [d.surface for d in dates]
     contacts = [Candidate(m.group(0), m.group(0), "contact") for m in _EMAIL.finditer(text)]
     contacts += [

@@ -256,13 +256,14 @@ LEXICON = Lexicon(
         "in the evening": "pm",
         "night": "pm",
         "at night": "pm",
+        "in the night": "pm",
         "tonight": "pm",
         "pm": "pm",
         "p.m.": "pm",
     },
     clock_words={"noon": 12, "midday": 12, "midnight": 0},
     quarter_words={"quarter past": 15, "half past": 30, "quarter to": -15, "quarter after": 15},
-    oclock=("o'clock", "oclock"),
+    oclock=("o'clock", "oclock", "o’clock", 'o"clock', "o clock"),
     id_suffix_markers=(
         "ending in",
         "ending with",
@@ -330,8 +331,20 @@ LEXICON = Lexicon(
     ),
     agent_cues=("by", "starring", "featuring", "with", "directed by", "sung by", "performed by", "called", "named"),
     stopwords=tuple(_STOPWORDS),
+    request_verbs=tuple(
+        (
+            "book booking booked reserve reserved reservation search searching searched look looking fly flying travel "
+            "traveling travelling leave leaving depart departing arrive arriving return returning go going come coming "
+            "watch watching play playing listen listening rent renting hire check checking see seeing visit visiting "
+            "stay staying pick picking drop dropping buy buying purchase purchasing pay paying send sending transfer "
+            "transferring call calling schedule scheduling prefer preferred enjoy enjoying try trying suggest suggesting "
+            "recommend show showing tell telling give giving start starting begin finding found wish wished love would "
+            "could should will shall might must can may"
+        ).split()
+    ),
     fillers=("please", "thanks", "thank you", "ok", "okay", "so", "well", "um", "uh", "oh", "hi", "hello"),
     name_titles=("mr", "mrs", "ms", "miss", "dr", "prof", "sir", "madam"),
+    name_joiners=("of", "de", "la", "del", "du", "da", "van", "von", "the", "and", "&", "vs", "vs.", "v"),
     address_suffixes=(
         "street",
         "st",

@@ -84,8 +84,11 @@ class Lexicon:
     destination_cues: tuple[str, ...] = ()  # the value after one is a to/end ("to", "去")
     agent_cues: tuple[str, ...] = ()  # "by", "starring", "with" (a person follows)
     stopwords: tuple[str, ...] = ()  # function words: never a value on their own
+    request_verbs: tuple[str, ...] = ()  # verbs of asking and doing ("book", "find", "预订"): not values
     fillers: tuple[str, ...] = ()  # chat fillers that never start a value ("please", "吧")
     name_titles: tuple[str, ...] = ()  # "Mr", "Dr", "先生" (a name is next to one)
+    name_joiners: tuple[str, ...] = ()  # lower-case words inside a name ("Bank of America")
+    name_suffixes: tuple[str, ...] = ()  # a name often ends with one ("…饭店", "…公园"): where to cut a CJK piece
     address_suffixes: tuple[str, ...] = ()  # "Street", "Ave", "路", "号"
     # --- attribute kinds (schema import only: what a slot's words say about its values) -------
     kind_words: dict[str, tuple[str, ...]] = field(default_factory=dict)  # kind → words in name/description

@@ -51,8 +51,12 @@ class Resolver:
                 attrs[a.name] = self._by_suffix(res, rec, target, str(value))
         if entity_id is not None:
             entity_id = self._by_suffix(res, rec, ent, entity_id)
+        elif ent.key:
+            entity_id = self._by_key(ent, attrs)
         elif ent.resolution.match_on:
             entity_id = self._by_values(res, rec, ent, attrs)
+        elif ent.resolution.session_latest:
+            entity_id = self._session_latest(res, rec, ent)
         res.record = self._rebuilt(rec, ent, entity_id, attrs)
         if entity_id is not None:
             self._correction(res, rec, ent, entity_id)
@@ -91,6 +95,24 @@ class Resolver:
             return found
         minted = f"auto-{rec.memory_id[:8]}"
         res.notes.append(f"new {ent.name} {minted} (system key; {shown})")
+        return minted
+
+    @staticmethod
+    def _by_key(ent: EntityType, attrs: dict[str, Any]) -> str | None:
+        """An entity known by its natural key: the key values, joined, are its id ("Alice");
+        without all of them the record names no entity."""
+        values = [attrs.get(k) for k in ent.key]
+        if any(v is None or str(v).strip() == "" for v in values):
+            return None
+        return " / ".join(str(v).strip() for v in values)
+
+    def _session_latest(self, res: RecordWrite, rec: MemoryRecord, ent: EntityType) -> str:
+        """``session_latest``: the session's latest entity of this type, else a new one."""
+        found = self.store.entities.latest_of_type(rec.session_id, ent.name)
+        if found is not None:
+            return found
+        minted = f"auto-{rec.memory_id[:8]}"
+        res.notes.append(f"new {ent.name} {minted} (the session's first)")
         return minted
 
     def corrected_event(self, text: str, session_id: str) -> str | None:

@@ -1,34 +1,73 @@
-"""The context block an agent reads: structured hits first, then other matches, then neighbours."""
+"""The context block an agent reads: the answer first, then the evidence, then neighbours.
+
+* a question whose key (a name, a code) or asked attribute nothing stored holds opens with
+  "Not found: …" — and then everything below is labelled a neighbour, never an answer;
+* **Answer**: the entities the question names or its structured query reached — type, id,
+  state, values — each with its latest memories;
+* **Evidence**: the fused ranking, best first, each memory once with its date and the paths
+  that found it;
+* **Related**: memories only the semantic side found, labelled as related.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..domain.records import MemoryRecord, RecallHit, SemanticHit
+from ..domain.records import Entity, MemoryRecord, RankedMemory, RecallHit, SemanticHit
 
-__all__ = ["summarise"]
+__all__ = ["summarise", "compose", "NOT_FOUND"]
+
+NOT_FOUND = "Not found:"
+MAX_TEXT = 160
+
+
+def _entity_line(e: Entity) -> str:
+    attrs = ", ".join(f"{k}={v}" for k, v in e.attributes.items() if v is not None)
+    return f"- {e.type} {e.id}" + (f" [{e.state}]" if e.state else "") + (f": {attrs}" if attrs else "")
+
+
+def _memory_line(m: MemoryRecord) -> str:
+    return f'{m.timestamp:%Y-%m-%d %H:%M} {m.event_type or "unparsed"}: "{m.source_text[:MAX_TEXT]}"'
 
 
 def summarise(
     hits: Sequence[RecallHit], extra: Sequence[MemoryRecord] = (), semantic: Sequence[SemanticHit] = ()
 ) -> str:
-    """A compact, structured context block for an agent's prompt."""
+    """The context of a structured query (no fusion): entities with their latest memories."""
     if not hits and not extra and not semantic:
         return "No matching memories."
     lines = []
     for h in hits:
-        e = h.entity
-        attrs = ", ".join(f"{k}={v}" for k, v in e.attributes.items() if v is not None)
-        lines.append(f"- {e.type} {e.id}" + (f" [{e.state}]" if e.state else "") + (f": {attrs}" if attrs else ""))
-        for m in h.memories:
-            lines.append(f'    {m.timestamp:%Y-%m-%d %H:%M} {m.event_type or "unparsed"}: "{m.source_text[:160]}"')
-    for m in extra:
-        lines.append(f'- memory {m.memory_id[:8]} {m.timestamp:%Y-%m-%d}: "{m.source_text[:160]}"')
+        lines.append(_entity_line(h.entity))
+        lines += [f"    {_memory_line(m)}" for m in h.memories]
+    lines += [f"- memory {m.memory_id[:8]} {_memory_line(m)}" for m in extra]
     if semantic:
         lines.append("Related (semantic):")
-        for s in semantic:
-            when = f"{s.memory.timestamp:%Y-%m-%d}"
-            lines.append(
-                f'- [{s.score:.2f}] {when} {s.memory.event_type or "unparsed"}: "{s.memory.source_text[:160]}"'
-            )
+        lines += [f"- [{s.score:.2f}] {_memory_line(s.memory)}" for s in semantic]
     return "\n".join(lines)
+
+
+def compose(answer: Sequence[RecallHit], ranked: Sequence[RankedMemory], not_found: str = "") -> str:
+    """The context of a recall: not-found statement, answer, evidence, related memories."""
+    lines: list[str] = []
+    if not_found:
+        lines.append(f"{NOT_FOUND} {not_found}")
+    if answer and not not_found:
+        lines.append("Answer:")
+        for h in answer:
+            lines.append(_entity_line(h.entity))
+            lines += [f"    {_memory_line(m)}" for m in h.memories]
+    evidence = [r for r in ranked if r.paths != ["semantic"]]
+    related = [r for r in ranked if r.paths == ["semantic"]]
+    if not_found:
+        if ranked:
+            lines.append("Neighbours (related memories, not an answer):")
+            lines += [f"- {_memory_line(r.memory)}" for r in ranked]
+    else:
+        if evidence:
+            lines.append("Evidence (best first):")
+            lines += [f"{i}. {_memory_line(r.memory)} [{', '.join(r.paths)}]" for i, r in enumerate(evidence, 1)]
+        if related:
+            lines.append("Related (semantic neighbours):")
+            lines += [f"- {_memory_line(r.memory)}" for r in related]
+    return "\n".join(lines) if lines else "No matching memories."

@@ -1,83 +1,197 @@
-"""The recall path: question → structured query → SQL hits → fallbacks → context.
+"""The recall path: a question → channels → one fused ranking → the context an agent reads.
 
-1. ``QuestionParser`` turns the question into a ``RecallQuery`` (grammar-checked);
-2. the store compiles it to parameterised SQL and returns entities with their memories;
-3. a multi-hop query whose path ends empty shows what its start matched, and says so;
-4. when the structured path finds nothing, memories containing the question's grounded
-   values (codes, numbers, dates) are looked up by text;
-5. the semantic side adds the memories nearest to the question's sentence vector;
-6. ``summarise`` writes the context an agent reads.
+1. ``facts.question_facts`` reads the question: its keys (names, codes), time range, the
+   attributes it asks about, whether it asks for recent things;
+2. channels, each a ranked list of memories:
+   * **structured** — the parsed ``RecallQuery`` compiled to SQL (only when it constrains
+     something: no unfiltered "most recent" list unless the question asks for recent things);
+   * **entity** — the memories of stored entities whose id or values match the question's keys;
+   * **time** — memories about a day in the question's range (message day or stated date);
+   * **lexical** — BM25 over memory text and values (the store's index);
+   * **semantic** — sentence-vector neighbours;
+   lexical and semantic are limited to the time range when the question has one;
+3. ``fusion.fuse`` — weighted reciprocal-rank fusion, each memory once with all its paths;
+4. "not found" — a key that matches nothing stored, or an asked attribute the named entity
+   lacks and no memory of it mentions, or a question whose rarest term occurs nowhere: the
+   context says so first, and lists the rest as neighbours, never as the answer;
+5. ``context.compose``.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any
 
-from ..domain.records import MemoryRecord, RecallQuery, RecallResult, SemanticHit
+from ..domain.records import Entity, RankedMemory, RecallHit, RecallQuery, RecallResult
 from ..domain.schema import MemorySchema
-from ..extract.candidates import find_candidates
+from ..extract.spans import find_spans
+from ..lang.segment import index_terms
 from ..model.embed import Embedder
 from ..store import MemoryStore
-from .context import summarise
+from .context import compose, summarise
+from .facts import QuestionFacts, question_facts
+from .fusion import CHANNEL_WEIGHTS, fuse
 from .question import ParsedQuestion
 
-__all__ = ["RecallService", "SEMANTIC_MIN_SCORE"]
+__all__ = ["RecallService", "SEMANTIC_MIN_SCORE", "TOP_K", "CHANNEL_DEPTH"]
 
-SEMANTIC_MIN_SCORE = 0.35  # cosine; below this a "related" memory is noise (all-MiniLM-L6-v2)
-
-
-class Parser(Protocol):
-    def parse(self, question: str, now: datetime) -> ParsedQuestion: ...
+SEMANTIC_MIN_SCORE = 0.2  # cosine (USE v3); below it a neighbour is noise
+TOP_K = 10  # memories in the fused ranking the context shows
+# A question word no memory holds means "not stored" only when no memory is even this close in
+# meaning: paraphrases ("kitchen appliance broke" / "the blender stopped working") score 0.35 with
+# USE v3, and so do unrelated neighbours ("dog" / "cat"): the rule stays on the safe side.
+WEAK_SEMANTIC = 0.3
+CHANNEL_DEPTH = 30  # memories each channel contributes before fusion
 
 
 class RecallService:
-    def __init__(self, store: MemoryStore, embedder: Embedder | None) -> None:
+    def __init__(self, store: MemoryStore, embedder: Embedder | None, weights: dict[str, float] | None = None) -> None:
         self.store = store
         self.embedder = embedder
+        self.weights = dict(weights or CHANNEL_WEIGHTS)
 
     def query(self, schema: MemorySchema, q: RecallQuery, session_id: str, question: str = "") -> RecallResult:
         """Run a structured query (no model involved)."""
         sql, params, hits = self.store.run_query(schema, q, session_id)
         return RecallResult(question=question, query=q, sql=sql, params=params, hits=hits, context=summarise(hits))
 
-    def recall(self, schema: MemorySchema, parsed: ParsedQuestion, question: str, session_id: str) -> RecallResult:
-        """Everything after parsing: structured hits, fallbacks, semantic neighbours, context."""
+    def recall(
+        self,
+        schema: MemorySchema,
+        parsed: ParsedQuestion,
+        question: str,
+        session_id: str,
+        now: datetime | None = None,
+    ) -> RecallResult:
+        """Everything after parsing: channels, fusion, not-found, context."""
+        now = now or datetime.now(UTC)
         query = parsed.query or RecallQuery()
-        result = self.query(schema, query, session_id, question=question)
-        result.raw_output = parsed.raw_output
-        partial = ""
-        if not result.hits and query.chain:
-            # Nothing at the end of the path: show what the conditions matched at its start.
-            start = self.query(schema, query.model_copy(update={"hop": None, "hops": []}), session_id)
-            for h in start.hits:
-                h.path = "structured (path start)"
-            result.hits = start.hits
-            if start.hits:
-                partial = f"No {query.result_type} reached from these through {', '.join(h.relationship for h in query.chain)}.\n"
-        seen = {m.memory_id for h in result.hits for m in h.memories}
-        extra: dict[str, MemoryRecord] = {}
-        if not result.hits:
-            # The structured path found nothing: fall back to the message text itself.
-            words = [
-                str(c.surface)
-                for c in find_candidates(schema.language, question, datetime.now(UTC), schema.entity_nouns)
+        facts = question_facts(schema, question, now)
+        scope = None if query.all_sessions else session_id
+        channels: dict[str, list[str]] = {}
+        answer: list[RecallHit] = []
+        sql, params = "", []  # type: ignore[var-annotated]
+        if _constrains(query) or facts.recent:
+            sql, params, hits = self.store.run_query(schema, query, session_id)
+            if not hits and query.chain:  # nothing at the end of the path: show its start
+                _, _, hits = self.store.run_query(
+                    schema, query.model_copy(update={"hop": None, "hops": []}), session_id
+                )
+                for h in hits:
+                    h.path = "structured (path start)"
+            answer += hits
+            channels["structured"] = [m.memory_id for h in hits for m in h.memories]
+        probes = facts.keys + facts.pieces
+        matched = self.store.entities.matching(scope, probes) if probes else []
+        matched_keys = {key for _, key, _ in matched}
+        named = [e for e, _, _ in matched]
+        if named:
+            per = self.store.records.for_entities(scope, [(e.type, e.id) for e in named], per_entity=CHANNEL_DEPTH)
+            channels["entity"] = [m.memory_id for e in named for m in per.get((e.type, e.id), [])]
+            known = {(h.entity.type, h.entity.id) for h in answer}
+            answer += [
+                RecallHit(entity=e, memories=per.get((e.type, e.id), [])[:3], path="entity")
+                for e in named[:3]
+                if (e.type, e.id) not in known
             ]
-            for w in words[:3]:
-                for m in self.store.records.containing(session_id, w, limit=5):
-                    extra[m.memory_id] = m
+        if facts.range is not None:
+            channels["time"] = self.store.days.within(scope, facts.range[0], facts.range[1], limit=CHANNEL_DEPTH)
+        channels["lexical"] = [m for m, _ in self.store.lexical.search(scope, facts.terms, CHANNEL_DEPTH, facts.range)]
+        top_semantic = 0.0
         if self.embedder is not None:
             try:
                 vec = self.embedder.encode([question])[0]
-                found = self.store.semantic_search(
-                    None if query.all_sessions else session_id, vec, k=5, min_score=SEMANTIC_MIN_SCORE
-                )
-            except Exception:  # noqa: BLE001 - the structured answer stands on its own
-                found = []
-            result.semantic = [
-                SemanticHit(memory=m, score=round(sc, 4))
-                for m, sc in found
-                if m.memory_id not in seen and m.memory_id not in extra
-            ]
-        result.context = partial + summarise(result.hits, list(extra.values()), result.semantic)
+                found = self.store.vectors.search(scope, vec, CHANNEL_DEPTH, SEMANTIC_MIN_SCORE, facts.range)
+                channels["semantic"] = [m for m, _ in found]
+                top_semantic = found[0][1] if found else 0.0
+            except Exception:  # noqa: BLE001 - the other channels stand on their own
+                pass
+        fused = fuse({k: v for k, v in channels.items() if v}, self.weights)[:TOP_K]
+        records = {r.memory_id: r for r in self.store.records.by_ids([f.memory_id for f in fused])}
+        ranked = [
+            RankedMemory(memory=records[f.memory_id], score=round(f.score, 5), paths=f.paths)
+            for f in fused
+            if f.memory_id in records
+        ]
+        signals: dict[str, Any] = {"top_semantic": top_semantic, "keys": facts.keys, "residual": facts.residual}
+        not_found = self._not_found(schema, facts, matched_keys, named, scope, signals, now)
+        result = RecallResult(
+            question=question,
+            query=query,
+            sql=sql,
+            params=params,
+            hits=answer,
+            context=compose(answer, ranked, not_found),
+            raw_output=parsed.raw_output,
+            memories=ranked,
+            not_found=not_found,
+            time_range=(facts.range[0].isoformat(), facts.range[1].isoformat()) if facts.range else None,
+            signals=signals,
+        )
         return result
+
+    def _not_found(
+        self,
+        schema: MemorySchema,
+        facts: QuestionFacts,
+        matched_keys: set[str],
+        named: list[Entity],
+        scope: str | None,
+        signals: dict[str, Any],
+        now: datetime,
+    ) -> str:
+        """What the question asks that nothing stored holds ("" when something may answer it):
+        a name or code that matches nothing, or a content word no memory holds ("dog") while no
+        memory is close in meaning either."""
+        missing = [k for k in facts.keys if k not in matched_keys and not self._held(scope, k)]
+        if missing:
+            return f"nothing stored about {', '.join(repr(k) for k in missing)}."
+        absent = [w for w in facts.residual if not any(self._held(scope, x) for x in w.split("|"))]
+        signals["absent"] = absent
+        if absent and signals.get("top_semantic", 0.0) < WEAK_SEMANTIC:
+            return f"nothing stored mentions {', '.join(repr(w.split('|')[-1]) for w in absent)}."
+        lacking = self._lacking(schema, facts, named, scope, now)
+        if lacking:
+            return lacking
+        return ""
+
+    def _lacking(
+        self, schema: MemorySchema, facts: QuestionFacts, named: list[Entity], scope: str | None, now: datetime
+    ) -> str:
+        """A named entity's asked value of a recognisable kind (a phone number, an e-mail, a
+        date) that neither the entity holds nor any of its memories states: "What is Priya's
+        phone number?" when no memory about Priya holds a phone number."""
+        if not named or not facts.attributes:
+            return ""
+        typed = {
+            (t, a.name): a
+            for t, name in facts.attributes
+            if (a := schema.entity(t).attribute(name)) is not None
+            and (a.kind in ("date", "datetime") or a.format in ("phone", "email", "contact"))
+        }
+        if not typed:
+            return ""
+        kinds = {"phone", "email"} | (
+            {"date"} if any(a.kind in ("date", "datetime") for a in typed.values()) else set()
+        )
+        if any(e.attributes.get(name) not in (None, "") for e in named for _, name in typed):
+            return ""
+        memories = self.store.records.for_entities(scope, [(e.type, e.id) for e in named[:3]], per_entity=30)
+        words = set(facts.attribute_terms)
+        for recs in memories.values():
+            for m in recs:
+                spans = find_spans(schema.language, m.source_text, now)
+                for sp in spans:
+                    if sp.kind in kinds and (sp.kind != "date" or words & set(index_terms(m.source_text))):
+                        return ""
+        names = ", ".join(sorted({a.name for a in typed.values()}))
+        return f"no {names} stored for {', '.join(e.id for e in named[:3])}."
+
+    def _held(self, scope: str | None, text: str) -> bool:
+        """Whether one memory holds every term of ``text``."""
+        return self.store.lexical.held(scope, index_terms(text))
+
+
+def _constrains(q: RecallQuery) -> bool:
+    """Whether a structured query narrows anything (an unfiltered one is "the latest entities")."""
+    return bool(q.filters or q.chain or q.event_type)

@@ -26,8 +26,10 @@ import duckdb
 from ..domain.records import MemoryRecord, RecallHit, RecallQuery, RecordWrite, Relationship
 from ..domain.schema import MemorySchema
 from ..errors import StoreError
-from .database import Database, session_clause
+from .database import Database, now, session_clause
+from .days import DaysRepo
 from .entities import EntitiesRepo, Values, merge_values
+from .lexical import LexicalRepo
 from .lifecycle import LifecycleRepo, RecordFacts
 from .merges import MergesRepo
 from .queries import compile_query, run_query
@@ -60,7 +62,9 @@ class MemoryStore:
         self.entities = EntitiesRepo(self.db)
         self.vectors = VectorsRepo(self.db, encoder)
         self.merges = MergesRepo(self.db, self.entities)
-        self.lifecycle = LifecycleRepo(self.db, self.vectors)
+        self.lexical = LexicalRepo(self.db)
+        self.days = DaysRepo(self.db)
+        self.lifecycle = LifecycleRepo(self.db, self.vectors, self.lexical)
 
     # --- writing ---------------------------------------------------------------------------
     def write(self, plan: RecordWrite, request_id: str | None = None) -> MemoryRecord:
@@ -115,6 +119,9 @@ class MemoryStore:
             self.merges.relink(con, earlier, etype, old, new, by_memory=record.memory_id)
         if plan.vector is not None:
             self.vectors.put(con, [(record.memory_id, session, plan.vector)])
+        if plan.terms is not None:
+            self.lexical.index(con, record.memory_id, session, plan.terms)
+        self.days.put(con, record.memory_id, session, plan.days)
 
     def add_record(self, record: MemoryRecord) -> MemoryRecord:
         """Store a record as it is (no resolution rules): ``write`` of a plan with nothing else."""
@@ -171,10 +178,45 @@ class MemoryStore:
         with self.db.transaction() as con:
             self.vectors.put(con, rows)
 
+    def edit(self, memory_id: str, **fields: Any) -> MemoryRecord:
+        """A person's correction of a record, in one transaction: the memory row, and its entity
+        takes the corrected values (as of now: a person's word is the newest)."""
+        with self.db.transaction() as con:
+            row = con.execute(
+                "SELECT session_id, entity_type, entity_id FROM memories WHERE memory_id = ?", [memory_id]
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"no memory {memory_id}", hint="list memories to find its id")
+            session, old_type, old_id = row
+            self.records.update(con, memory_id, **fields)
+            etype, eid = fields.get("entity_type", old_type), fields.get("entity_id", old_id)
+            if etype and eid:
+                if (etype, eid) != (old_type, old_id):
+                    con.execute("DELETE FROM memory_entities WHERE memory_id = ? AND role = 'primary'", [memory_id])
+                    self.entities.link(con, memory_id, session, etype, eid, "primary")
+                values = Values(fields.get("state"), dict(fields.get("attributes") or {}), now())
+                self.entities.upsert(con, session, etype, eid, values, memory_id)
+        rec = self.records.get(memory_id)
+        assert rec is not None
+        return rec
+
     def delete_record(self, memory_id: str) -> bool:
         with self.db.transaction() as con:
             self.vectors.delete(con, [memory_id])
+            self.lexical.delete(con, [memory_id])
+            self.days.delete(con, [memory_id])
             return self.records.delete(con, memory_id)
+
+    def add_terms(self, docs: Sequence[tuple[str, str, Sequence[str]]]) -> None:
+        """Index memories already stored (backfill after an import or an upgrade)."""
+        with self.db.transaction() as con:
+            self.lexical.index_many(con, docs)
+
+    def add_days(self, rows: Sequence[tuple[str, str, Sequence[tuple[Any, Any, str]]]]) -> None:
+        """The days of memories already stored (backfill after an import or an upgrade)."""
+        with self.db.transaction() as con:
+            for memory_id, session, days in rows:
+                self.days.put(con, memory_id, session, days)
 
     # --- reading -------------------------------------------------------------------------------
     def get_record(self, memory_id: str) -> MemoryRecord | None:

@@ -281,6 +281,39 @@ class EntitiesRepo:
         )
         return row[0] if row else None
 
+    def matching(self, session: str | None, keys: Sequence[str], limit: int = 20) -> list[tuple[Entity, str, float]]:
+        """Entities whose id or a value matches one of ``keys`` (names, codes, values said in a
+        question): (entity, the key, strength) — 1.0 equal, 0.9 contained, else the Jaro-Winkler
+        similarity of id and key when it is at least 0.9 (a misspelt name)."""
+        usable = sorted({k.strip() for k in keys if len(k.strip()) >= 2})
+        if not usable:
+            return []
+        where, params = session_clause("e.session_id", session)
+        rows = self.db.fetch(
+            f"SELECT {ENTITY_SELECT}, q.k, CASE "
+            "WHEN lower(e.entity_id) = lower(q.k) THEN 1.0 "
+            "WHEN contains(lower(e.entity_id), lower(q.k)) OR contains(lower(CAST(e.attributes AS VARCHAR)), lower(q.k)) THEN 0.9 "
+            "ELSE jaro_winkler_similarity(lower(e.entity_id), lower(q.k)) END AS strength "
+            "FROM entities e, (SELECT unnest(?) AS k) q "
+            f"WHERE (contains(lower(e.entity_id), lower(q.k)) OR contains(lower(CAST(e.attributes AS VARCHAR)), lower(q.k)) "
+            f"OR jaro_winkler_similarity(lower(e.entity_id), lower(q.k)) >= 0.9){where} "
+            "ORDER BY strength DESC, e.updated_at DESC LIMIT ?",
+            [usable, *params, limit],
+        )
+        return [(entity_from_row(r[:8]), r[8], float(r[9])) for r in rows]
+
+    def of_types(self, session: str | None, types: Sequence[str], limit: int = 50) -> list[Entity]:
+        """The session's entities of these types, most recently changed first."""
+        if not types:
+            return []
+        where, params = session_clause("e.session_id", session)
+        rows = self.db.fetch(
+            f"SELECT {ENTITY_SELECT} FROM entities e WHERE e.entity_type IN (SELECT unnest(?)){where} "
+            "ORDER BY e.updated_at DESC LIMIT ?",
+            [list(types), *params, limit],
+        )
+        return [entity_from_row(r) for r in rows]
+
     def latest_of_type(self, session: str, etype: str) -> str | None:
         """The id of the session's most recently changed entity of ``etype``."""
         row = self.db.fetch_one(

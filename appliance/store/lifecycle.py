@@ -21,6 +21,7 @@ from ..domain.records import SUMMARY_EVENT
 from ..errors import StoreError
 from .database import Database, session_clause
 from .database import now as _now
+from .lexical import LexicalRepo
 from .vectors import VectorsRepo
 
 __all__ = ["LifecycleRepo", "RecordFacts"]
@@ -38,9 +39,10 @@ _UNCOVERED = (
 
 
 class LifecycleRepo:
-    def __init__(self, db: Database, vectors: VectorsRepo) -> None:
+    def __init__(self, db: Database, vectors: VectorsRepo, lexical: LexicalRepo) -> None:
         self.db = db
         self.vectors = vectors
+        self.lexical = lexical
 
     # --- compaction ---------------------------------------------------------------------
     def entities_to_compact(
@@ -107,6 +109,8 @@ class LifecycleRepo:
             for table in ("memory_entities", "relationships"):
                 con.execute(f"DELETE FROM {table} WHERE memory_id IN (SELECT memory_id FROM _forget)")
             self.vectors.delete(con, [c[0] for c in chosen])
+            self.lexical.delete(con, [c[0] for c in chosen])
+            con.execute("DELETE FROM memory_days WHERE memory_id IN (SELECT memory_id FROM _forget)")
             con.execute(
                 "DELETE FROM memory_links WHERE memory_id IN (SELECT memory_id FROM _forget) "
                 "OR summary_id IN (SELECT memory_id FROM _forget)"

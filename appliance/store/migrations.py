@@ -68,8 +68,8 @@ MIGRATIONS: dict[int, list[str]] = {
         "row_key JSON NOT NULL, before JSON NOT NULL)",
     ],
     # v5: the surface text of each value beside its normalised form, the time a record was
-    # stored (``ts`` is the message time), a client-supplied idempotency key, and the message
-    # time an entity's values are as of.
+    # stored (``ts`` is the message time), a client-supplied idempotency key, the message time
+    # an entity's values are as of, and the lexical index of recall.
     5: [
         "ALTER TABLE memories ADD COLUMN IF NOT EXISTS spans JSON",
         "ALTER TABLE memories ADD COLUMN IF NOT EXISTS recorded_at TIMESTAMPTZ",
@@ -78,5 +78,20 @@ MIGRATIONS: dict[int, list[str]] = {
         # the message time of the newest value an entity holds (the merge rule compares it)
         "ALTER TABLE entities ADD COLUMN IF NOT EXISTS as_of TIMESTAMPTZ",
         "UPDATE entities SET as_of = updated_at WHERE as_of IS NULL",
+        # the lexical channel of recall (BM25 over each memory's text and values, core SQL only);
+        # filled in the record's transaction, backfilled for older files by the facade on open
+        "CREATE TABLE IF NOT EXISTS lexical_terms (memory_id VARCHAR NOT NULL, session_id VARCHAR NOT NULL, "
+        "term VARCHAR NOT NULL, tf INTEGER NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS lexical_terms_term ON lexical_terms (session_id, term)",
+        "CREATE INDEX IF NOT EXISTS lexical_terms_memory ON lexical_terms (memory_id)",
+        "CREATE TABLE IF NOT EXISTS lexical_docs (memory_id VARCHAR PRIMARY KEY, session_id VARCHAR NOT NULL, "
+        "length INTEGER NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS lexical_docs_session ON lexical_docs (session_id)",
+        # the days a memory is about: its message day and every date it states (time filters of
+        # recall: "what did I do on May 17?" finds a message written on May 26 about May 17)
+        "CREATE TABLE IF NOT EXISTS memory_days (memory_id VARCHAR NOT NULL, session_id VARCHAR NOT NULL, "
+        "first_day DATE NOT NULL, last_day DATE NOT NULL, source VARCHAR NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS memory_days_session ON memory_days (session_id, first_day)",
+        "CREATE INDEX IF NOT EXISTS memory_days_memory ON memory_days (memory_id)",
     ],
 }

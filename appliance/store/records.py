@@ -21,7 +21,7 @@ from .rows import MEMORY_COLUMNS, MEMORY_SELECT, dumps, memory_row, record_from_
 
 __all__ = ["RecordsRepo", "EDITABLE_FIELDS"]
 
-EDITABLE_FIELDS = ("event_type", "entity_type", "entity_id", "state", "attributes", "status", "note")
+EDITABLE_FIELDS = ("event_type", "entity_type", "entity_id", "state", "attributes", "status", "note", "spans")
 _INSERT = f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) VALUES ({', '.join('?' for _ in MEMORY_COLUMNS)})"
 
 
@@ -51,20 +51,32 @@ class RecordsRepo:
             con.unregister("_bulk_m")
 
     # --- one transaction each ---------------------------------------------------------------
-    def update(self, memory_id: str, **fields: Any) -> MemoryRecord:
-        """Edit a stored record's fields (already validated by the caller)."""
+    def update(self, con: duckdb.DuckDBPyConnection, memory_id: str, **fields: Any) -> None:
+        """Edit a stored record's fields (already validated by the caller), inside a transaction."""
         bad = set(fields) - set(EDITABLE_FIELDS)
         if bad:
             raise StoreError(f"cannot edit field(s) {sorted(bad)}")
-        with self.db.transaction() as con:
-            for name, value in fields.items():  # names come from the fixed set above
-                if name == "attributes":
-                    value = dumps(value)
-                con.execute(f"UPDATE memories SET {name} = ? WHERE memory_id = ?", [value, memory_id])
-        rec = self.get(memory_id)
-        if rec is None:
-            raise StoreError(f"no memory {memory_id}")
-        return rec
+        for name, value in fields.items():  # names come from the fixed set above
+            if name in ("attributes", "spans"):
+                value = dumps(value)
+            con.execute(f"UPDATE memories SET {name} = ? WHERE memory_id = ?", [value, memory_id])
+
+    def reviewed(self, schema_ids: Sequence[str], limit: int = 500) -> list[MemoryRecord]:
+        """Records a person corrected or marked reviewed under these schemas, newest first
+        (they teach extraction: ``extract/examples.py``)."""
+        if not schema_ids:
+            return []
+        marks = ", ".join("?" for _ in schema_ids)
+        return self._where(f"m.status = 'reviewed' AND m.schema_id IN ({marks})", list(schema_ids), limit=limit)
+
+    def reviewed_count(self, schema_ids: Sequence[str]) -> int:
+        if not schema_ids:
+            return 0
+        marks = ", ".join("?" for _ in schema_ids)
+        row = self.db.fetch_one(
+            f"SELECT count(*) FROM memories WHERE status = 'reviewed' AND schema_id IN ({marks})", list(schema_ids)
+        )
+        return int(row[0]) if row else 0
 
     def delete(self, con: duckdb.DuckDBPyConnection, memory_id: str) -> bool:
         """Delete one record and its links (entities stay: other records may cite them);
@@ -130,6 +142,17 @@ class RecordsRepo:
             params.append(besides)
         found = self._where(" AND ".join(where), params, limit=1)
         return found[0] if found else None
+
+    def latest_event(self, session: str, schema_id: str | None = None) -> str | None:
+        """The event type of the session's newest record (under ``schema_id`` when given)."""
+        where, params = "m.session_id = ? AND m.event_type IS NOT NULL", [session]
+        if schema_id is not None:
+            where += " AND m.schema_id = ?"
+            params.append(schema_id)
+        row = self.db.fetch_one(
+            f"SELECT m.event_type FROM memories m WHERE {where} ORDER BY m.ts DESC, m.recorded_at DESC LIMIT 1", params
+        )
+        return row[0] if row else None
 
     def containing(self, session: str | None, text: str, limit: int = 5) -> list[MemoryRecord]:
         """Records whose text contains ``text`` (case-sensitive substring, no wildcards)."""

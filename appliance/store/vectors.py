@@ -9,6 +9,7 @@ registry below, never from input.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import date
 
 import duckdb
 
@@ -70,10 +71,20 @@ class VectorsRepo:
         ]
 
     def search(
-        self, session: str | None, vec: Sequence[float], k: int = 5, min_score: float = 0.0
+        self,
+        session: str | None,
+        vec: Sequence[float],
+        k: int = 5,
+        min_score: float = 0.0,
+        days: tuple[date, date] | None = None,
     ) -> list[tuple[str, float]]:
-        """The ``k`` (memory_id, cosine) pairs closest to ``vec``."""
+        """The ``k`` (memory_id, cosine) pairs closest to ``vec`` (about a day in ``days``)."""
         where, params = session_clause("v.session_id", session, "WHERE")
+        if days is not None:
+            where = (where or " WHERE TRUE ") + (
+                " AND v.memory_id IN (SELECT memory_id FROM memory_days WHERE first_day <= ? AND last_day >= ?) "
+            )
+            params = [*params, days[1], days[0]]
         sql = (
             f"SELECT v.memory_id, array_cosine_similarity(v.vec, ?::FLOAT[{self.dim}]) AS score "
             f"FROM {self.table} v{where} ORDER BY score DESC LIMIT ?"

@@ -1,0 +1,518 @@
+"""Which span fills which attribute: evidence computed from the schema alone.
+
+For every attribute the schema says what it is — its kind (a hard gate: a date attribute only
+ever takes a date span), its name and description (its *label*), and for enums its values and
+their aliases. For a message, every (attribute, span) pair the gate admits gets a feature vector
+(``FEATURES``), scored by a small fitted network (``Scorer``):
+
+* ``sim_ctx`` / ``sim_bare`` — sentence-encoder similarity between the attribute's label and
+  the span with its left context ("leaving from Seattle") / the span alone;
+* ``cue`` — the attribute's own words stand around the span ("three *bedrooms*", "*人均消费*是
+  100-150元"); ``adjacent`` — its name stands right before the span;
+* ``role`` — +1 when the cue before the span ("from", "到") has the role the label has
+  (origin/destination), −1 when it has the opposite one;
+* ``schema_word`` — the span is made of the schema's own words ("movie", "酒店"): a value
+  is rarely the name of the thing;
+* shape features: ``capital`` (proper-noun shape), ``prep`` (after a preposition),
+  ``quoted``, ``length``, ``money`` (an amount for an attribute about money).
+
+Enum attributes score their values (exact value or alias, distinctive words, similarity);
+boolean attributes fire on their distinctive name words, true unless negated. The network was
+fitted once on development dialogues (``bench/fit_weights.py``; its provenance is in
+``scorer.json``); nothing here holds a word of any language or domain.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..domain.schema import Attribute, EntityType, MemorySchema
+from ..lang import Language, has_cjk
+from ..lang.segment import search_terms
+from ..model.embed import Embedder
+from .examples import ExampleBank
+from .spans import Span
+
+__all__ = ["Candidate", "SchemaEvidence", "FEATURES", "Scorer", "scorer", "allowed_kinds"]
+
+FEATURES = (
+    "bias",
+    "sim_ctx",
+    "sim_bare",
+    "cue",
+    "adjacent",
+    "role",
+    "schema_word",
+    "capital",
+    "prep",
+    "quoted",
+    "length",
+    "money",
+    "enum_exact",
+    "enum_words",
+    "enum_sim",
+    "boolean",
+    "typed",
+    "unique_kind",
+    "only_span",
+    "near_cue",
+    "sim_margin",
+    "written",
+    "plain_for_money",
+    "name_shape",
+    "sim_entity",
+    "bounded",
+    "name_attr",
+)
+SCORER_FILE = Path(__file__).with_name("scorer.json")
+# Corrected examples (``examples.py``): a candidate whose context resembles the context of a value
+# a person gave for the attribute, or whose value is one a person gave, scores higher. Set on the
+# development dialogues with 5 corrected turns per service (bench/zero_shot.py --k 5).
+TAUGHT_CONTEXT = 6.0
+TAUGHT_FLOOR = 0.5
+TAUGHT_VALUE = 1.0
+
+
+class Scorer:
+    """The fitted attribute scorer: a one-hidden-layer network over ``FEATURES`` (weights in
+    ``scorer.json``, written by ``bench/fit_weights.py``); a score above ``threshold`` means
+    "this span is the value". Features interact (a typed span for the only attribute of its
+    kind; a capitalised span after an origin cue), which a linear sum cannot express:
+    measured on the development dialogues, slot F1 0.67 linear against 0.75 with the network."""
+
+    def __init__(self, path: Path = SCORER_FILE) -> None:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if list(data["features"]) != list(FEATURES):
+            raise ValueError(f"{path.name} was fitted on other features; refit with bench/fit_weights.py")
+        self.mu = np.array(data["mu"])
+        self.sd = np.array(data["sd"])
+        self.w1 = np.array(data["w1"])
+        self.b1 = np.array(data["b1"])
+        self.w2 = np.array(data["w2"])
+        self.b2 = float(data["b2"])
+        self.threshold = float(data["threshold"])
+        self.meta = data.get("meta", {})
+
+    def score(self, rows: np.ndarray) -> np.ndarray:
+        h = np.tanh(((rows - self.mu) / self.sd) @ self.w1 + self.b1)
+        return np.asarray(h @ self.w2 + self.b2)
+
+
+_SCORER: Scorer | None = None
+
+
+def scorer() -> Scorer:
+    global _SCORER
+    if _SCORER is None:
+        _SCORER = Scorer()
+    return _SCORER
+
+
+def allowed_kinds(a: Attribute) -> frozenset[str]:
+    """The span kinds an attribute may take (its kind is a hard gate)."""
+    if a.kind == "number":
+        return frozenset({"number", "range"})
+    if a.kind == "date":
+        return frozenset({"date"})
+    if a.kind == "time":
+        return frozenset({"time"})
+    if a.kind == "datetime":
+        return frozenset({"date", "time"})
+    if a.kind == "ref" or a.format == "code":
+        return frozenset({"code"})
+    if a.format == "phone":
+        return frozenset({"phone"})
+    if a.format == "email":
+        return frozenset({"email"})
+    if a.format == "contact":
+        return frozenset({"phone", "email"})
+    if a.format == "address":
+        return frozenset({"address", "text"})
+    if a.kind in ("string", "list") and a.format in ("name", "place"):
+        return frozenset({"text", "address"})
+    if a.kind in ("string", "list"):
+        # a free string may hold a duration or an amount as written ("1小时 - 2小时", "20元")
+        return frozenset({"text", "address", "number", "range", "time"})
+    return frozenset()  # enum, boolean: scored by their own rules
+
+
+@dataclass
+class Candidate:
+    """One possible value of one attribute, with its evidence."""
+
+    attribute: str
+    value: Any
+    surface: str
+    start: int
+    end: int
+    features: dict[str, float] = field(default_factory=dict)
+    score: float = 0.0
+    context: str = ""  # the span with its left context (what its vector was taken of)
+
+
+@dataclass
+class _AttrInfo:
+    attr: Attribute
+    label: str
+    cue_terms: frozenset[str]
+    name_forms: tuple[str, ...]  # the name as it may stand in text ("人均消费", "number of beds")
+    role: str
+    kinds: frozenset[str]
+    money: bool
+    bool_parts: tuple[str, ...] = ()
+    enum_words: dict[str, frozenset[str]] = field(default_factory=dict)
+
+
+def _readable(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ").strip()
+
+
+class SchemaEvidence:
+    """Per-schema precomputation (labels, their vectors, cue words) and per-message scoring."""
+
+    def __init__(self, schema: MemorySchema, embedder: Embedder | None) -> None:
+        self.schema = schema
+        self.lang: Language = schema.language
+        self.embedder = embedder
+        lx = self.lang.lex
+        self._stop = frozenset(w.lower() for w in (*lx.stopwords, *lx.fillers, *lx.prepositions))
+        # words that say "this is a yes/no attribute" ("whether", "是否") carry no content
+        self._generic = self._terms(" ".join(lx.kind_words.get("boolean", ())))
+        self.schema_terms = self._schema_terms()
+        self._schema_names = frozenset(
+            [*(e.name for e in schema.entities), *(x for e in schema.entities for x in e.aliases)]
+            + [p for e in schema.entities for a in e.attributes for p in (a.name, *_parts(a.name))]
+        )
+        self.attrs: dict[str, dict[str, _AttrInfo]] = {e.name: self._entity_infos(e) for e in schema.entities}
+        labels = sorted({i.label for infos in self.attrs.values() for i in infos.values()})
+        self._label_vecs = self._encode_map(labels)
+        self._entity_labels = {e.name: e.description or _readable(e.name) for e in schema.entities}
+        self._entity_vecs = self._encode_map(sorted(set(self._entity_labels.values())))
+        self._name_suffixes = tuple(sorted(lx.name_suffixes, key=len, reverse=True))
+
+    # --- schema-level ---------------------------------------------------------------------
+    def _terms(self, text: str) -> frozenset[str]:
+        return frozenset(t for t in search_terms(text, self._stop) if len(t) > 1 or has_cjk(t))
+
+    def _schema_terms(self) -> frozenset[str]:
+        s = self.schema
+        words: set[str] = set()
+        for e in s.entities:
+            words |= self._terms(_readable(e.name)) | {a.lower() for a in e.aliases}
+            for a in e.attributes:
+                words |= self._terms(_readable(a.name))
+        for ev in s.event_types:
+            words |= self._terms(ev.label)
+        words |= self._terms(s.description)
+        return frozenset(words)
+
+    def _entity_infos(self, ent: EntityType) -> dict[str, _AttrInfo]:
+        lx = self.lang.lex
+        origin = {w.lower() for w in lx.origin_cues}
+        dest = {w.lower() for w in lx.destination_cues}
+        money_words = {w.lower() for w in lx.kind_words.get("money", ())}
+        infos = {}
+        # name parts shared by several attributes ("酒店设施-…", "number_…") do not distinguish
+        part_count: dict[str, int] = {}
+        for a in ent.value_attributes:
+            for p in _parts(a.name):
+                part_count[p] = part_count.get(p, 0) + 1
+        for a in ent.value_attributes:
+            label = a.label if a.description else _readable(a.name)
+            words = set(re.findall(r"[\w'-]+", f"{_readable(a.name)} {a.description}".lower()))
+            phrase = f" {_readable(a.name).lower()} {a.description.lower()} "
+            is_origin = bool(words & origin) or any(f" {w} " in phrase for w in origin if " " in w)
+            is_dest = bool(words & dest) or any(f" {w} " in phrase for w in dest if " " in w)
+            role = "origin" if is_origin and not is_dest else "destination" if is_dest and not is_origin else ""
+            cue = self._terms(f"{_readable(a.name)} {a.description} {' '.join(a.aliases)}") - self._generic
+            # the name as it may stand right before its value: whole, readable, or a distinctive
+            # part that is no function word ("人均消费", "number of beds", "rooms")
+            forms = tuple(
+                dict.fromkeys(
+                    [a.name.lower(), _readable(a.name).lower(), *(x.lower() for x in a.aliases)]
+                    + [p for p in _parts(a.name) if p not in self._stop and len(p) > 2 and part_count.get(p, 0) < 3]
+                )
+            )
+            bool_parts = tuple(
+                p for p in _parts(a.name) if part_count.get(p, 0) < 3 and p.lower() not in self._stop and len(p) > 1
+            )
+            enum_words: dict[str, frozenset[str]] = {}
+            if a.kind == "enum":
+                all_terms = [self._terms(v.value) for v in a.values]
+                for v, terms in zip(a.values, all_terms):
+                    others = set().union(*(t for t in all_terms if t is not terms)) if len(all_terms) > 1 else set()
+                    enum_words[v.value] = frozenset(terms - others)
+            infos[a.name] = _AttrInfo(
+                attr=a,
+                label=label,
+                cue_terms=frozenset(cue),
+                name_forms=forms,
+                role=role,
+                kinds=allowed_kinds(a),
+                money=bool(words & money_words) or bool(a.unit and any(u.lower() in money_words for u in a.unit)),
+                bool_parts=bool_parts,
+                enum_words=enum_words,
+            )
+        return infos
+
+    def _encode_map(self, texts: list[str]) -> dict[str, np.ndarray]:
+        if self.embedder is None or not texts:
+            return {}
+        try:
+            vecs = self.embedder.encode(texts)
+        except Exception:  # noqa: BLE001 - similarity is one signal among several
+            return {}
+        return dict(zip(texts, vecs))
+
+    # --- per message -------------------------------------------------------------------------
+    def candidates(
+        self, entity: str, text: str, spans: list[Span], score: bool = True, bank: ExampleBank | None = None
+    ) -> dict[str, list[Candidate]]:
+        """Every admissible (attribute → candidates) of ``entity`` for this message, scored
+        (``score=False``: features only, for fitting the scorer); ``bank``: corrected examples
+        of the schema, whose value contexts add to the scores."""
+        infos = self.attrs[entity]
+        low = text.lower()
+        kind_count: dict[str, int] = {}
+        for s in spans:
+            kind_count[s.kind] = kind_count.get(s.kind, 0) + 1
+        takers: dict[str, int] = {}
+        for info in infos.values():
+            for k in info.kinds:
+                takers[k] = takers.get(k, 0) + 1
+        text_terms = self._terms(text)
+        spans = spans + self._trimmed(text, spans)
+        ctx = {s: f"{s.left} {s.text}".strip() if not has_cjk(s.text) else f"{s.left}{s.text}" for s in spans}
+        vecs = self._encode_map(sorted({*ctx.values(), *(s.text for s in spans)}))
+        out: dict[str, list[Candidate]] = {}
+        for name, info in infos.items():
+            cands: list[Candidate] = []
+            a = info.attr
+            if a.kind == "boolean":
+                cands += self._boolean(info, text, low)
+            elif a.kind == "enum":
+                cands += self._enum(info, text, low, text_terms, spans, vecs)
+            else:
+                label_vec = self._label_vecs.get(info.label)
+                entity_vec = self._entity_vecs.get(self._entity_labels[entity])
+                for s in spans:
+                    if s.kind not in info.kinds:
+                        continue
+                    f = self._features(info, s, label_vec, vecs.get(ctx[s]), vecs.get(s.text), low)
+                    if entity_vec is not None and s.text in vecs:
+                        f["sim_entity"] = float(np.dot(entity_vec, vecs[s.text]))
+                    if s.kind != "text":
+                        f["unique_kind"] = float(takers.get(s.kind, 0) == 1)
+                        f["only_span"] = float(kind_count.get(s.kind, 0) == 1)
+                    value: Any = s.value if s.kind != "text" else s.text
+                    cands.append(Candidate(name, value, s.text, s.start, s.end, f, context=ctx[s]))
+            if cands:
+                out[name] = cands
+        _margins(out)
+        flat = [c for cs in out.values() for c in cs]
+        if flat and score:
+            scores = scorer().score(np.array([[c.features.get(f, 0.0) for f in FEATURES] for c in flat]))
+            for c, sc in zip(flat, scores):
+                c.score = float(sc)
+        if bank is not None and score:
+            for name, cs in out.items():
+                for c in cs:
+                    sim, same = bank.attribute_evidence(name, vecs.get(c.context), c.value)
+                    c.score += TAUGHT_CONTEXT * max(0.0, sim - TAUGHT_FLOOR) + TAUGHT_VALUE * same
+        for cs in out.values():
+            cs.sort(key=lambda c: -c.score)
+        return out
+
+    def _trimmed(self, text: str, spans: list[Span]) -> list[Span]:
+        """CJK text spans with a schema word stripped from either end ("舒适型酒店" → "舒适型",
+        "景点航空航天博物馆" → "航空航天博物馆"): the schema's own words are not part of a value."""
+        words = sorted({w for w in self._schema_names if has_cjk(w) and len(w) >= 2}, key=len, reverse=True)
+        out = []
+        for s in spans:
+            if s.kind != "text" or not has_cjk(s.text):
+                continue
+            for w in words:
+                if s.text.endswith(w) and len(s.text) - len(w) >= 2:
+                    out.append(replace(s, end=s.end - len(w), text=s.text[: -len(w)], value=s.text[: -len(w)]))
+                if s.text.startswith(w) and len(s.text) - len(w) >= 2:
+                    out.append(replace(s, start=s.start + len(w), text=s.text[len(w) :], value=s.text[len(w) :]))
+        return out
+
+    def _features(
+        self, info: _AttrInfo, s: Span, label_vec: Any, ctx_vec: Any, bare_vec: Any, low: str
+    ) -> dict[str, float]:
+        f: dict[str, float] = {"bias": 1.0}
+        if label_vec is not None and ctx_vec is not None:
+            f["sim_ctx"] = float(np.dot(label_vec, ctx_vec))
+        if label_vec is not None and bare_vec is not None:
+            f["sim_bare"] = float(np.dot(label_vec, bare_vec))
+        around = self._terms(f"{s.left} {s.right}")
+        f["cue"] = min(1.0, len(around & info.cue_terms) / 2)
+        # the word right next to it is one of the attribute's words ("3 *tickets*", "*人均消费*是")
+        nearest = self._terms(" ".join(s.left.split()[-1:]) + " " + " ".join(s.right.split()[:1]))
+        if has_cjk(s.left + s.right):
+            nearest = self._terms(s.left[-4:] + " " + s.right[:4])
+        f["near_cue"] = float(bool(nearest & info.cue_terms))
+        f["adjacent"] = float(_ends_with_any(s.left.lower(), info.name_forms))
+        if info.role and s.role in ("origin", "destination"):
+            f["role"] = 1.0 if s.role == info.role else -1.0
+        if s.kind in ("text", "address"):
+            terms = self._terms(s.text)
+            f["schema_word"] = float(bool(terms) and terms <= self.schema_terms)
+            f["capital"] = float(s.capital)
+            # the shape of a proper name: capitalised, or a CJK piece ending with a name word
+            # ("…饭店", "…博物馆") or carrying a branch in brackets ("海底捞火锅(西单店)")
+            f["name_shape"] = float(
+                s.capital
+                or (has_cjk(s.text) and (s.text.endswith(self._name_suffixes) or s.text.endswith((")", "）"))))
+            )
+            f["name_attr"] = float(info.attr.format == "name") * f["name_shape"]
+            nxt = s.right.split()[:1] if not has_cjk(s.right[:1]) else [s.right[:1]]
+            prev = s.left.split()[-1:] if not has_cjk(s.left[-1:]) else [s.left[-1:]]
+            f["bounded"] = float(
+                (not nxt or nxt[0].lower() in self._stop) and (not prev or prev[0].lower() in self._stop or bool(s.cue))
+            )
+            f["quoted"] = float(s.quoted)
+            f["length"] = float(max(0, s.words - 1))
+        else:
+            f["typed"] = 1.0
+        f["prep"] = float(bool(s.cue))
+        if s.kind in ("number", "range"):
+            f["money"] = 1.0 if s.money and info.money else (-1.0 if s.money else 0.0)
+            f["plain_for_money"] = float(info.money and not s.money)
+            f["written"] = float(s.written)
+        return f
+
+    def _boolean(self, info: _AttrInfo, text: str, low: str) -> list[Candidate]:
+        out = []
+        for part in info.bool_parts:
+            p = part.lower()
+            pos = _find_part(low, p)
+            if pos < 0:
+                continue
+            value = self.lang.affirmed(low, p)
+            out.append(
+                Candidate(
+                    info.attr.name, value, text[pos : pos + len(p)], pos, pos + len(p), {"bias": 1.0, "boolean": 1.0}
+                )
+            )
+            break
+        return out
+
+    def _enum(
+        self,
+        info: _AttrInfo,
+        text: str,
+        low: str,
+        text_terms: frozenset[str],
+        spans: list[Span],
+        vecs: dict[str, np.ndarray],
+    ) -> list[Candidate]:
+        a = info.attr
+        out: list[Candidate] = []
+        value_vecs = self._encode_map([v.value for v in a.values])
+        for v in a.values:
+            best: Candidate | None = None
+            for form in (v.value, *v.aliases):
+                pos = _find_exact(low, form.lower())
+                if pos >= 0:
+                    best = Candidate(
+                        a.name,
+                        v.value,
+                        text[pos : pos + len(form)],
+                        pos,
+                        pos + len(form),
+                        {"bias": 1.0, "enum_exact": 1.0},
+                    )
+                    break
+            if best is None and info.enum_words.get(v.value):
+                hit = info.enum_words[v.value] & text_terms
+                if hit:
+                    word = sorted(hit, key=len)[-1]
+                    pos = max(0, low.find(word))
+                    share = len(hit) / len(info.enum_words[v.value])
+                    best = Candidate(
+                        a.name,
+                        v.value,
+                        text[pos : pos + len(word)],
+                        pos,
+                        pos + len(word),
+                        {"bias": 1.0, "enum_words": share},
+                    )
+            if best is None and v.value in value_vecs:
+                sims = [
+                    (float(np.dot(value_vecs[v.value], vecs[s.text])), s)
+                    for s in spans
+                    if s.kind == "text" and s.text in vecs
+                ]
+                if sims:
+                    sim, s = max(sims, key=lambda x: x[0])
+                    best = Candidate(a.name, v.value, s.text, s.start, s.end, {"bias": 1.0, "enum_sim": sim})
+            if best is not None:
+                out.append(best)
+        return out
+
+
+def _parts(name: str) -> list[str]:
+    """A name's distinctive pieces: "has_wifi" → ["has", "wifi"], "酒店设施-早餐服务" → ["酒店设施", "早餐服务"]."""
+    readable = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
+    return [p for p in re.split(r"[_\-\s]+", readable.lower()) if p]
+
+
+def _find_part(low: str, part: str) -> int:
+    """Where ``part`` stands in ``low``: a latin word by its stem at a word start ("shar" finds
+    "share", "shared", "sharing"), CJK anywhere."""
+    if not part:
+        return -1
+    if part.isascii():
+        stem = part if len(part) <= 4 else part[: max(4, len(part) - 2)]
+        m = re.search(rf"(?<![a-z0-9]){re.escape(stem)}", low)
+        return m.start() if m else -1
+    return low.find(part)
+
+
+def _find_exact(low: str, phrase: str) -> int:
+    """Where ``phrase`` stands in ``low`` as whole words (CJK: anywhere)."""
+    if not phrase:
+        return -1
+    if phrase.isascii():
+        m = re.search(rf"(?<![a-z0-9]){re.escape(phrase)}(?![a-z0-9])", low)
+        return m.start() if m else -1
+    return low.find(phrase)
+
+
+def _ends_with_any(left: str, forms: tuple[str, ...]) -> bool:
+    """``left`` ends with one of ``forms`` as whole words (CJK: as characters)."""
+    for form in forms:
+        if not form:
+            continue
+        if form.isascii():
+            if re.search(rf"(?<![a-z0-9]){re.escape(form)}$", left):
+                return True
+        elif left.endswith(form):
+            return True
+    return False
+
+
+def _margins(cands: dict[str, list[Candidate]]) -> None:
+    """``sim_margin``: how much better this attribute's label fits the span than the best other
+    attribute that could take the same span — "San Francisco" fits "City in which the journey
+    originates" better than "Number of the airport flying out from"."""
+    by_span: dict[tuple[int, int], list[tuple[str, float]]] = {}
+    for name, cs in cands.items():
+        for c in cs:
+            fit = c.features.get("sim_ctx", 0.0) + c.features.get("sim_bare", 0.0)
+            by_span.setdefault((c.start, c.end), []).append((name, fit))
+    for name, cs in cands.items():
+        for c in cs:
+            if "sim_ctx" not in c.features:
+                continue
+            fit = c.features.get("sim_ctx", 0.0) + c.features.get("sim_bare", 0.0)
+            others = [f for n, f in by_span.get((c.start, c.end), []) if n != name]
+            c.features["sim_margin"] = fit - max(others) if others else 0.2

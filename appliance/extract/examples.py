@@ -1,0 +1,105 @@
+"""Learning from corrections: records a person corrected or marked reviewed teach extraction.
+
+Every record with status ``reviewed`` under a schema is an example of that schema: its text,
+its event, and for each value the text it was read from. A new message then borrows from its
+nearest examples:
+
+* ``event_similarity`` — per event type, the best similarity of the message to the examples of
+  that event (an event feature, ``taught``);
+* ``attribute_evidence`` — per candidate span, how like the examples' value contexts for that
+  attribute its own context is ("I need *3 tickets*" after a corrected "*2 tickets* please"),
+  and whether its value is one a person already gave for that attribute.
+
+Nothing is trained: the examples are read from the store when they change, and their vectors
+come from the sentence encoder the product ships. Offline and per database, like everything else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..domain.records import MemoryRecord
+from ..domain.schema import MemorySchema
+from ..lang import has_cjk
+from ..model.embed import Embedder
+
+__all__ = ["ExampleBank", "MAX_EXAMPLES"]
+
+MAX_EXAMPLES = 500  # the newest reviewed records of a schema that teach it
+
+
+def _context(text: str, surface: str, width: int = 3) -> str:
+    """The surface with a few words before it, as a candidate span's context is built."""
+    pos = text.lower().find(surface.lower())
+    if pos < 0:
+        return surface
+    before = text[max(0, pos - 40) : pos]
+    if has_cjk(surface + before[-1:]):
+        return before[-6:] + text[pos : pos + len(surface)]
+    words = before.split()[-width:]
+    return " ".join([*words, text[pos : pos + len(surface)]])
+
+
+@dataclass
+class ExampleBank:
+    """The reviewed records of one schema, with their vectors."""
+
+    schema: MemorySchema
+    events: list[str] = field(default_factory=list)
+    vectors: np.ndarray | None = None
+    contexts: dict[str, list[tuple[np.ndarray, str]]] = field(default_factory=dict)  # attr → (ctx vector, value)
+
+    @classmethod
+    def build(cls, schema: MemorySchema, records: Sequence[MemoryRecord], embedder: Embedder | None) -> ExampleBank:
+        bank = cls(schema)
+        usable = [r for r in records if r.event_type in schema.event_names][:MAX_EXAMPLES]
+        if embedder is None or not usable:
+            return bank
+        bank.events = [r.event_type or "" for r in usable]
+        bank.vectors = embedder.encode([r.source_text for r in usable])
+        pending: list[tuple[str, str, str]] = []
+        for r in usable:
+            for name, value in r.attributes.items():
+                if value is None:
+                    continue
+                surface = r.spans.get(name) or str(value)
+                pending.append((name, _context(r.source_text, surface), _norm(value)))
+        if pending:
+            vecs = embedder.encode([ctx for _, ctx, _ in pending])
+            for (name, _, value), vec in zip(pending, vecs):
+                bank.contexts.setdefault(name, []).append((vec, value))
+        return bank
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def event_similarity(self, text_vec: np.ndarray) -> np.ndarray:
+        """Per event type: the best similarity of the message to its examples (0: none)."""
+        out = np.zeros(len(self.schema.event_types))
+        if self.vectors is None or not len(self.events):
+            return out
+        sims = self.vectors @ text_vec
+        index = {n: i for i, n in enumerate(self.schema.event_names)}
+        for ev, sim in zip(self.events, sims):
+            i = index[ev]
+            out[i] = max(out[i], float(sim))
+        return out
+
+    def attribute_evidence(self, attribute: str, ctx_vec: Any, value: Any) -> tuple[float, float]:
+        """(best context similarity, 1 if a person gave this value for this attribute)."""
+        known = self.contexts.get(attribute)
+        if not known:
+            return 0.0, 0.0
+        sim = max(float(np.dot(vec, ctx_vec)) for vec, _ in known) if ctx_vec is not None else 0.0
+        same = float(any(v == _norm(value) for _, v in known))
+        return sim, same
+
+
+def _norm(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip().lower()

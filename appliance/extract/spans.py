@@ -1,0 +1,296 @@
+"""Candidate spans: every piece of a message that could be an attribute's value, typed.
+
+Typed spans come from the language packs' readers — numbers and number words, amounts, ranges
+and bounds, dates, clock times — and from shapes — codes, phone numbers, e-mail addresses,
+street addresses. Text spans come from phrase structure: runs of content words (capitalised
+runs such as "New York" or "Sacramento, CA" marked as names), the words after a preposition or
+an agent cue ("starring quentin kenihan"), quoted text, and for CJK the pieces between function
+words ("从北京京仪大酒店到聚宝源(牛街总店)" → "北京京仪大酒店", "聚宝源(牛街总店)").
+
+Each span carries what later evidence needs: its kind, its normalised value, the cue word before
+it and the role that cue gives it (origin "from"/"从", destination "to"/"到", agent "by"), and a
+window of words around it. Nothing here knows the schema; which spans an attribute may take is
+decided by the attribute's kind (``evidence.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+
+from ..lang import Language, alternation, has_cjk
+from ..lang.dates import find_dates
+from ..lang.numbers import find_numbers
+from ..lang.segment import Token, cjk_pieces, tokens
+from ..lang.times import find_times
+
+__all__ = ["Span", "find_spans", "MAX_TEXT_WORDS"]
+
+MAX_TEXT_WORDS = 5  # longest text span (in latin words) worth offering
+_CODE = re.compile(
+    r"(?<![A-Za-z0-9,.])(?:[A-Za-z]{1,4}[-_]?\d[\dA-Za-z-]{0,19}|\d{3,}[A-Za-z-]?[\dA-Za-z-]{0,16})(?![A-Za-z0-9]|[,.]\d)"
+)
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_PHONE = re.compile(r"(?<!\d)\+?\d[\d -]{6,16}\d(?!\d)")
+_QUOTED = re.compile(r"[\"“«「『]([^\"”»」』]{2,80})[\"”»」』]")
+_SEPARATOR = re.compile(r"[，。？！、；：,.?!;:\s]+")
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    text: str
+    kind: str  # number | range | date | time | code | phone | email | address | text
+    value: str | float | None  # normalised (numbers, ISO dates, HH:MM, range text); text: the span
+    money: bool = False
+    written: bool = False  # a number spelled out in words
+    capital: bool = False  # a capitalised run (proper-noun shape)
+    quoted: bool = False
+    cue: str = ""  # the preposition / cue word right before it
+    role: str = ""  # origin | destination | agent | "" (from the cue)
+    left: str = ""  # a few words before it (evidence window)
+    right: str = ""  # a few words after it
+
+    @property
+    def words(self) -> int:
+        return len(self.text.split()) if not has_cjk(self.text) else max(1, len(self.text) // 2)
+
+
+@lru_cache(maxsize=16)
+def _cue_words(
+    codes: tuple[str, ...],
+    origin: tuple[str, ...],
+    dest: tuple[str, ...],
+    agent: tuple[str, ...],
+    preps: tuple[str, ...],
+) -> dict[str, str]:
+    roles: dict[str, str] = {w.lower(): "" for w in preps}
+    roles.update({w.lower(): "agent" for w in agent})
+    roles.update({w.lower(): "destination" for w in dest})
+    roles.update({w.lower(): "origin" for w in origin})
+    return roles
+
+
+def _roles(lang: Language) -> dict[str, str]:
+    lx = lang.lex
+    return _cue_words(
+        lang.codes, tuple(lx.origin_cues), tuple(lx.destination_cues), tuple(lx.agent_cues), tuple(lx.prepositions)
+    )
+
+
+def _cue_before(lang: Language, text: str, start: int) -> tuple[str, str]:
+    """The cue word (or two-word cue) that ends right before ``start``, and its role."""
+    roles = _roles(lang)
+    before = text[max(0, start - 24) : start]
+    low = before.lower().rstrip()
+    for n in (3, 2, 1):
+        words = re.findall(r"[\w'’-]+", low)
+        if len(words) >= n:
+            cand = " ".join(words[-n:])
+            if cand in roles and low.endswith(cand):
+                return cand, roles[cand]
+    # CJK cues stand right before the value, no space: "从北京", "到聚宝源"
+    for cue in sorted((c for c in roles if has_cjk(c)), key=len, reverse=True):
+        if low.endswith(cue):
+            return cue, roles[cue]
+    return "", ""
+
+
+def _window(text: str, start: int, end: int, n: int = 3) -> tuple[str, str]:
+    left = re.findall(r"[\w'’-]+|[\u3400-\u9fff]", text[max(0, start - 40) : start])
+    right = re.findall(r"[\w'’-]+|[\u3400-\u9fff]", text[end : end + 40])
+    cjk = has_cjk(text[max(0, start - 6) : end + 6])
+    k = 6 if cjk else n
+    return ("" if cjk else " ").join(left[-k:]), ("" if cjk else " ").join(right[:k])
+
+
+def find_spans(lang: Language, text: str, now: datetime) -> list[Span]:
+    """Every candidate span of ``text`` (typed first, then text spans that overlap no typed one)."""
+    typed: list[Span] = []
+
+    def make(start: int, end: int, kind: str, value: str | float | None, **kw: object) -> Span:
+        cue, role = _cue_before(lang, text, start)
+        left, right = _window(text, start, end)
+        return Span(start, end, text[start:end], kind, value, cue=cue, role=role, left=left, right=right, **kw)  # type: ignore[arg-type]
+
+    for d in find_dates(lang, text, now):
+        if d.value is not None:
+            typed.append(make(d.start, d.end, "date", d.value))
+    for t in find_times(lang, text):
+        if not _inside(t.start, t.end, typed):
+            typed.append(make(t.start, t.end, "time", t.value))
+    for m in _EMAIL.finditer(text):
+        typed.append(make(m.start(), m.end(), "email", m.group(0)))
+    for m in _PHONE.finditer(text):
+        if sum(ch.isdigit() for ch in m.group(0)) >= 7 and not _inside(m.start(), m.end(), typed):
+            typed.append(make(m.start(), m.end(), "phone", m.group(0).strip()))
+    function_words = [w for w in lang.lex.stopwords if has_cjk(w)]
+    for n in find_numbers(lang, text):
+        if _inside(n.start, n.end, typed):
+            continue
+        if n.written and has_cjk(n.surface) and any(text.startswith(w, n.start) for w in function_words):
+            continue  # "一家", "一下": a function word, not a number
+        kind = "range" if isinstance(n.value, str) else "number"
+        typed.append(make(n.start, n.end, kind, n.value, money=n.money, written=n.written))
+    before = set(lang.lex.currency_before)
+    for m in _CODE.finditer(text):
+        s = m.group(0)
+        if _inside(m.start(), m.end(), [t for t in typed if t.kind != "number"]):
+            continue
+        if m.start() and text[m.start() - 1] in before:
+            continue
+        if s.isdigit() and len(s) < 4 and not re.search(r"[#]\s*$", text[: m.start()]):
+            continue  # a short number is a number, not a code
+        typed.append(make(m.start(), m.end(), "code", s))
+    typed += _addresses(lang, text, typed, make)
+    spans = typed + _text_spans(lang, text, typed, make)
+    for m in _QUOTED.finditer(text):
+        spans.append(make(m.start(1), m.end(1), "text", m.group(1), quoted=True))
+    return _dedupe(spans)
+
+
+def _inside(start: int, end: int, spans: list[Span]) -> bool:
+    return any(s.start <= start and end <= s.end for s in spans)
+
+
+def _overlaps(start: int, end: int, spans: list[Span]) -> bool:
+    return any(s.start < end and start < s.end for s in spans)
+
+
+def _dedupe(spans: list[Span]) -> list[Span]:
+    seen: set[tuple[int, int, str]] = set()
+    out = []
+    for s in sorted(spans, key=lambda x: (x.start, -(x.end - x.start))):
+        key = (s.start, s.end, s.kind)
+        if key not in seen:
+            seen.add(key)
+            out.append(s)
+    return out
+
+
+def _addresses(lang: Language, text: str, typed: list[Span], make: object) -> list[Span]:
+    """A house number followed by capitalised words and a street word ("3468 Mount Diablo
+    Boulevard", "310 Sutter Street 4th Floor")."""
+    suffixes = alternation(lang.lex.address_suffixes, boundary=True)
+    rx = re.compile(
+        rf"\b\d{{1,6}}\s+(?:[A-Z][\w'.-]*\s+){{0,4}}(?:{suffixes})\.?(?:\s+(?:#?\d+\w*|[A-Z][\w'.-]*)){{0,3}}", re.I
+    )
+    out = []
+    for m in rx.finditer(text):
+        surface = m.group(0).rstrip(" ,.")
+        if len(surface.split()) >= 2:
+            out.append(make(m.start(), m.start() + len(surface), "address", surface))  # type: ignore[operator]
+    return out
+
+
+def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> list[Span]:
+    lx = lang.lex
+    stop = {w.lower() for w in (*lx.stopwords, *lx.fillers, *lx.prepositions, *lx.question_openers, *lx.request_verbs)}
+    joiners = {w.lower() for w in lx.name_joiners}
+    out: list[Span] = []
+    toks = tokens(text)
+    # --- CJK: pieces between function words, a following "(…)" kept with its piece -------
+    suffixes = sorted({x for x in lx.name_suffixes if has_cjk(x)}, key=len, reverse=True)
+    for k, tok in enumerate(toks):
+        if not tok.cjk:
+            continue
+        for piece in cjk_pieces(lang, tok):
+            start, end = piece.start, piece.end
+            paren = re.match(r"\s*[（(][^）)]{1,30}[）)]", text[end:])
+            if paren:
+                end += paren.end()
+            elif piece.end == tok.end and k + 1 < len(toks) and toks[k + 1].start == tok.end and not toks[k + 1].cjk:
+                # latin letters glued between CJK ("北京工体A. Hotel酒店"): up to the next function word
+                glued = re.match(r"[A-Za-z0-9][A-Za-z0-9 .&'-]{0,30}?(?=[\u3400-\u9fff])", text[end:])
+                nxt = next((t for t in toks[k + 1 :] if t.cjk), None)
+                if (
+                    glued
+                    and re.search("[A-Za-z]", glued.group(0))
+                    and nxt is not None
+                    and nxt.start == end + glued.end()
+                ):
+                    first = cjk_pieces(lang, nxt)
+                    if first and first[0].start == nxt.start:
+                        end = first[0].end
+            lead = re.search(r"[A-Za-z0-9][A-Za-z0-9.&'-]*$", text[max(0, start - 20) : start])
+            if lead and piece.start == tok.start:  # "99旅馆连锁": digits or letters glued before it
+                start -= len(lead.group(0))
+            if end - start < 2 or _inside(start, end, typed):
+                continue
+            out.append(make(start, end, "text", text[start:end]))  # type: ignore[operator]
+            # a verb glued before a name ("去故宫", "据说北京铁矿博物馆"): offer it without one or two
+            # leading characters too
+            for drop in (1, 2):
+                if end - (start + drop) >= 2 and piece.end - piece.start >= drop + 3:
+                    out.append(make(start + drop, end, "text", text[start + drop : end]))  # type: ignore[operator]
+            # names end with a name word ("…饭店"): offer the piece cut after each one
+            body = text[start:end]
+            for suffix in suffixes:
+                for m in re.finditer(re.escape(suffix), body):
+                    cut = m.end()
+                    head = body[:cut]
+                    balanced = head.count("(") + head.count("（") == head.count(")") + head.count("）")
+                    if 3 <= cut < len(body) and balanced and not body[cut:].startswith(("(", "（")):
+                        out.append(make(start, start + cut, "text", body[:cut]))  # type: ignore[operator]
+    # --- latin: runs of content words, capitalised runs as names --------------------------
+    words = [t for t in toks if not t.cjk]
+    runs: list[list[Token]] = []
+    current: list[Token] = []
+    for i, t in enumerate(words):
+        ok = t.word and t.low not in stop and not _overlaps(t.start, t.end, typed)
+        joiner = (
+            current
+            and t.low in joiners
+            and current[-1].text[:1].isupper()
+            and i + 1 < len(words)
+            and words[i + 1].text[:1].isupper()
+        )
+        comma_region = (
+            current
+            and t.text == ","
+            and current[-1].text[:1].isupper()
+            and i + 1 < len(words)
+            and words[i + 1].text[:1].isupper()
+            and len(words[i + 1].text) <= 12
+        )
+        if ok or joiner or comma_region:
+            if current and text[current[-1].end : t.start].strip() not in ("", ",") and not comma_region:
+                runs.append(current)
+                current = []
+            current.append(t)
+        else:
+            if current:
+                runs.append(current)
+            current = []
+    if current:
+        runs.append(current)
+    for run in runs:
+        while run and not run[-1].word:
+            run.pop()
+        content = [t for t in run if t.word]
+        if not content:
+            continue
+        n = len(run)
+        for i in range(n):
+            if not run[i].word or run[i].low in joiners:
+                continue
+            for j in range(i, min(n, i + MAX_TEXT_WORDS + 2)):
+                if not run[j].word or run[j].low in joiners:
+                    continue
+                chunk = run[i : j + 1]
+                if sum(1 for t in chunk if t.word) > MAX_TEXT_WORDS:
+                    break
+                start, end = chunk[0].start, chunk[-1].end
+                surface = text[start:end]
+                if not any(ch.isalpha() for ch in surface):
+                    continue
+                capital = (
+                    all(t.text[:1].isupper() or not t.word or t.low in joiners for t in chunk)
+                    and not (start == 0 or text[:start].rstrip().endswith((".", "!", "?")))
+                    or (all(t.text[:1].isupper() for t in chunk if t.word) and len(chunk) > 1)
+                )
+                out.append(make(start, end, "text", surface, capital=bool(capital)))  # type: ignore[operator]
+    return out

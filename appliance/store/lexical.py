@@ -1,0 +1,125 @@
+"""The lexical channel of recall: BM25 over each memory's terms, kept in DuckDB (core SQL).
+
+Terms are produced by the caller (the language packs' ``search_terms``: stemmed words, CJK
+bigrams and characters) from a memory's text and its stored values, and written in the record's
+own transaction, so the index is never behind the memories. A query scores, in one statement,
+only the postings of its terms within the session: Okapi BM25 with k1 = 1.2, b = 0.75 and the
+"+1" idf that never goes negative.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from datetime import date
+
+import duckdb
+
+from .database import Database, session_clause
+
+__all__ = ["LexicalRepo", "K1", "B"]
+
+K1 = 1.2
+B = 0.75
+
+
+class LexicalRepo:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def index(self, con: duckdb.DuckDBPyConnection, memory_id: str, session: str, terms: Sequence[str]) -> None:
+        """Write one memory's postings inside the caller's transaction."""
+        counts = Counter(terms)
+        if counts:
+            con.executemany(
+                "INSERT INTO lexical_terms VALUES (?, ?, ?, ?)", [[memory_id, session, t, n] for t, n in counts.items()]
+            )
+        con.execute("INSERT OR REPLACE INTO lexical_docs VALUES (?, ?, ?)", [memory_id, session, len(terms)])
+
+    def index_many(self, con: duckdb.DuckDBPyConnection, docs: Sequence[tuple[str, str, Sequence[str]]]) -> None:
+        """Many memories' postings, set-wise (imports, backfill)."""
+        import pandas as pd  # ships with gradio; zero-copy bulk inserts
+
+        postings = [(m, s, t, n) for m, s, terms in docs for t, n in Counter(terms).items()]
+        lengths = [(m, s, len(terms)) for m, s, terms in docs]
+        for name, rows, cols in (
+            ("lexical_terms", postings, ["memory_id", "session_id", "term", "tf"]),
+            ("lexical_docs", lengths, ["memory_id", "session_id", "length"]),
+        ):
+            if not rows:
+                continue
+            con.register("_lex", pd.DataFrame(rows, columns=cols))
+            try:
+                verb = "INSERT OR REPLACE" if name == "lexical_docs" else "INSERT"
+                con.execute(f"{verb} INTO {name} SELECT * FROM _lex")
+            finally:
+                con.unregister("_lex")
+
+    def delete(self, con: duckdb.DuckDBPyConnection, memory_ids: Sequence[str]) -> None:
+        ids = list(memory_ids)
+        con.execute("DELETE FROM lexical_terms WHERE memory_id IN (SELECT unnest(?))", [ids])
+        con.execute("DELETE FROM lexical_docs WHERE memory_id IN (SELECT unnest(?))", [ids])
+
+    def missing(self, limit: int = 1000) -> list[tuple[str, str, str, str]]:
+        """(memory_id, session_id, source_text, attributes JSON) of memories not indexed yet."""
+        return [
+            (r[0], r[1], r[2], r[3] or "{}")
+            for r in self.db.fetch(
+                "SELECT m.memory_id, m.session_id, m.source_text, m.attributes FROM memories m "
+                "WHERE NOT EXISTS (SELECT 1 FROM lexical_docs d WHERE d.memory_id = m.memory_id) LIMIT ?",
+                [limit],
+            )
+        ]
+
+    def search(
+        self, session: str | None, terms: Sequence[str], k: int = 20, days: tuple[date, date] | None = None
+    ) -> list[tuple[str, float]]:
+        """The ``k`` best (memory_id, BM25 score) for ``terms`` in ``session`` (all when None),
+        among the memories about a day in ``days`` when given."""
+        unique = sorted(set(terms))
+        if not unique:
+            return []
+        where_t, params_t = session_clause("t.session_id", session)
+        if days is not None:
+            where_t += " AND t.memory_id IN (SELECT memory_id FROM memory_days WHERE first_day <= ? AND last_day >= ?)"
+            params_t = [*params_t, days[1], days[0]]
+        where_d, params_d = session_clause("session_id", session, "WHERE")
+        sql = (
+            "WITH q AS (SELECT unnest(?) AS term), "
+            f"stats AS (SELECT count(*) AS n, avg(length) AS avgdl FROM lexical_docs{where_d}), "
+            "hits AS (SELECT t.memory_id, t.term, t.tf FROM lexical_terms t JOIN q ON t.term = q.term "
+            f"WHERE TRUE{where_t}), "
+            "df AS (SELECT term, count(*) AS df FROM hits GROUP BY term) "
+            "SELECT h.memory_id, sum(ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5)) * h.tf * (? + 1) / "
+            "(h.tf + ? * (1 - ? + ? * d.length / s.avgdl))) AS score "
+            "FROM hits h JOIN df USING (term) JOIN lexical_docs d ON d.memory_id = h.memory_id, stats s "
+            "GROUP BY h.memory_id ORDER BY score DESC, h.memory_id LIMIT ?"
+        )
+        rows = self.db.fetch(sql, [unique, *params_d, *params_t, K1, K1, B, B, k])
+        return [(r[0], float(r[1])) for r in rows]
+
+    def held(self, session: str | None, terms: Sequence[str]) -> bool:
+        """Whether one memory of ``session`` holds every one of ``terms``."""
+        unique = sorted(set(terms))
+        if not unique:
+            return False
+        where, params = session_clause("session_id", session)
+        row = self.db.fetch_one(
+            f"SELECT 1 FROM lexical_terms WHERE term IN (SELECT unnest(?)){where} "
+            "GROUP BY memory_id HAVING count(DISTINCT term) = ? LIMIT 1",
+            [unique, *params, len(unique)],
+        )
+        return row is not None
+
+    def document_frequency(self, session: str | None, terms: Sequence[str]) -> dict[str, int]:
+        """How many of the session's memories hold each term (0 for absent terms)."""
+        unique = sorted(set(terms))
+        if not unique:
+            return {}
+        where, params = session_clause("session_id", session)
+        rows = self.db.fetch(
+            f"SELECT term, count(*) FROM lexical_terms WHERE term IN (SELECT unnest(?)){where} GROUP BY term",
+            [unique, *params],
+        )
+        found = {r[0]: int(r[1]) for r in rows}
+        return {t: found.get(t, 0) for t in unique}

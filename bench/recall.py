@@ -1,0 +1,314 @@
+"""Recall benchmark: does the appliance find the memory that answers a question?
+
+Sets:
+* ``conv`` — bench/convsets/*.json: three long multi-session conversations (English, Chinese)
+  written before any recall tuning, recorded turn by turn with the shipped personal_memory
+  schema at their real message times; questions asked at their own time, with gold evidence
+  turns; types single / multi / temporal / not_stored.
+* ``sgd`` — ../shared/sgd-dev/dialogues.jsonl: each dialogue's user turns recorded (its
+  services' schemas, imported by the product), then one question per settled slot, phrased
+  mechanically from the slot's description ("What is the city where bus is leaving from?");
+  a hit is a returned memory that holds the gold value; the structured answer is right when an
+  answered entity holds it.
+
+Metrics: hit@5, recall@5, hit@10, MRR, not-stored questions answered "not found", stored
+questions wrongly answered "not found", p50/p95 latency — per question type, with the plain
+alternatives over the raw turns in the same run: BM25 (the same tokens the appliance indexes)
+and dense retrieval (the same sentence encoder).
+
+Run: .venv/bin/python bench/recall.py [--set conv,sgd] [--dialogues 150] [--seed 3] [--misses FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from appliance.api import Appliance  # noqa: E402
+from appliance.config import PROJECT_ROOT, Settings  # noqa: E402
+from appliance.domain.importers import from_sgd  # noqa: E402
+from appliance.domain.loading import parse_schema  # noqa: E402
+from appliance.lang.segment import index_terms  # noqa: E402
+from appliance.model.embed import shared_embedder  # noqa: E402
+from appliance.model.engine import LlamaCppEngine, resolve_model_path  # noqa: E402
+
+SHARED = PROJECT_ROOT.parent / "shared"
+CONV = Path(__file__).resolve().parent / "convsets"
+
+
+@dataclass
+class Question:
+    qid: str
+    text: str
+    qtype: str
+    at: datetime
+    gold: set[str]  # evidence turn ids (conv) — or gold values (sgd)
+    session: str
+    answer_values: list[str] = field(default_factory=list)
+    slot: str = ""
+
+
+@dataclass
+class Outcome:
+    q: Question
+    ranked: list[str]  # turn ids, best first
+    not_found: bool
+    seconds: float
+    structured_right: bool = False
+
+
+# --- baselines over raw turns ----------------------------------------------------------------------
+class BM25:
+    def __init__(self, docs: dict[str, str], k1: float = 1.2, b: float = 0.75) -> None:
+        self.ids = list(docs)
+        self.tf = [Counter(index_terms(docs[i])) for i in self.ids]
+        self.len = [sum(c.values()) for c in self.tf]
+        self.avg = sum(self.len) / max(1, len(self.len))
+        self.df = Counter(t for c in self.tf for t in c)
+        self.n, self.k1, self.b = len(self.ids), k1, b
+
+    def rank(self, query: str) -> list[str]:
+        q = set(index_terms(query))
+        scores = []
+        for i, c in enumerate(self.tf):
+            s = 0.0
+            for t in q & c.keys():
+                idf = math.log(1 + (self.n - self.df[t] + 0.5) / (self.df[t] + 0.5))
+                s += idf * c[t] * (self.k1 + 1) / (c[t] + self.k1 * (1 - self.b + self.b * self.len[i] / self.avg))
+            scores.append(s)
+        order = sorted(range(len(scores)), key=lambda i: -scores[i])
+        return [self.ids[i] for i in order if scores[i] > 0]
+
+
+class Dense:
+    def __init__(self, docs: dict[str, str], embedder: Any) -> None:
+        self.ids = list(docs)
+        self.embedder = embedder
+        self.m = embedder.encode([docs[i] for i in self.ids])
+
+    def rank(self, query: str) -> list[str]:
+        v = self.embedder.encode([query])[0]
+        sims = self.m @ v
+        return [self.ids[i] for i in np.argsort(-sims)]
+
+
+# --- metrics ---------------------------------------------------------------------------------------------
+def metrics(outcomes: list[Outcome], hit: Any) -> dict[str, float]:
+    stored = [o for o in outcomes if o.q.qtype != "not_stored"]
+    absent = [o for o in outcomes if o.q.qtype == "not_stored"]
+    out: dict[str, float] = {"questions": len(outcomes)}
+    if stored:
+        out["hit@5"] = sum(any(hit(o, r) for r in o.ranked[:5]) for o in stored) / len(stored)
+        out["recall@5"] = statistics.mean(
+            len({r for r in o.ranked[:5] if hit(o, r)}) / max(1, len(o.q.gold)) if o.q.gold else 0.0 for o in stored
+        )
+        out["hit@10"] = sum(any(hit(o, r) for r in o.ranked[:10]) for o in stored) / len(stored)
+        out["mrr"] = statistics.mean(
+            next((1 / (i + 1) for i, r in enumerate(o.ranked[:10]) if hit(o, r)), 0.0) for o in stored
+        )
+        out["false_not_found"] = sum(o.not_found for o in stored) / len(stored)
+    if absent:
+        out["not_found"] = sum(o.not_found for o in absent) / len(absent)
+    lat = sorted(o.seconds for o in outcomes) or [0.0]
+    out["p50_s"] = statistics.median(lat)
+    out["p95_s"] = lat[int(0.95 * (len(lat) - 1))]
+    return out
+
+
+# --- conversational set -------------------------------------------------------------------------------
+def run_conv(app_factory: Any, embedder: Any) -> tuple[list[Outcome], list[Outcome], list[Outcome]]:
+    app_out, bm_out, dense_out = [], [], []
+    for path in sorted(CONV.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        user = data["user"]
+        app = app_factory("personal_memory")
+        turn_of: dict[str, str] = {}
+        texts: dict[str, str] = {}
+        for si, session in enumerate(data["sessions"], 1):
+            start = datetime.fromisoformat(session["at"]).replace(tzinfo=UTC)
+            for ti, text in enumerate(session["turns"], 1):
+                tid = f"s{si}t{ti}"
+                rec = app.record(text, session_id=user, now=start + timedelta(minutes=ti))
+                turn_of[rec.memory_id] = tid
+                texts[tid] = text
+        bm25, dense = BM25(texts), Dense(texts, embedder)
+        for q in data["questions"]:
+            question = Question(
+                q["id"],
+                q["question"],
+                q["type"],
+                datetime.fromisoformat(q["at"]).replace(tzinfo=UTC),
+                set(q["evidence"]),
+                user,
+            )
+            t = time.perf_counter()
+            res = app.recall(q["question"], session_id=user, now=question.at)
+            secs = time.perf_counter() - t
+            ranked = [turn_of.get(m.memory.memory_id, "?") for m in res.memories]
+            app_out.append(Outcome(question, ranked, bool(res.not_found), secs))
+            t = time.perf_counter()
+            bm_out.append(Outcome(question, bm25.rank(q["question"]), False, time.perf_counter() - t))
+            t = time.perf_counter()
+            dense_out.append(Outcome(question, dense.rank(q["question"]), False, time.perf_counter() - t))
+        app.close()
+    return app_out, bm_out, dense_out
+
+
+# --- SGD dialogues ------------------------------------------------------------------------------------------
+def slot_question(description: str) -> str:
+    d = description.strip().rstrip(".")
+    return f"What is the {d[0].lower() + d[1:]}?" if d else "What was it?"
+
+
+def run_sgd(app_factory: Any, embedder: Any, n: int, seed: int) -> tuple[list[Outcome], list[Outcome], list[Outcome]]:
+    services = {s["service_name"]: s for s in json.loads((SHARED / "sgd-dev" / "schema.json").read_text())}
+    schemas = {k: parse_schema(from_sgd(v)) for k, v in services.items()}
+    dialogues = [json.loads(line) for line in (SHARED / "sgd-dev" / "dialogues.jsonl").read_text().splitlines()]
+    random.Random(seed).shuffle(dialogues)
+    app_out, bm_out, dense_out = [], [], []
+    for d in dialogues[:n]:
+        app = app_factory([schemas[s] for s in d["services"]])
+        texts: dict[str, str] = {}
+        turn_of: dict[str, str] = {}
+        start = datetime(2026, 3, 1, 9, tzinfo=UTC)
+        users = [t["utterance"] for t in d["turns"] if t["speaker"] == "USER"]
+        for i, text in enumerate(users, 1):
+            rec = app.record(text, session_id=d["dialogue"], now=start + timedelta(minutes=i))
+            turn_of[rec.memory_id] = f"t{i}"
+            texts[f"t{i}"] = text
+        bm25, dense = BM25(texts), Dense(texts, embedder)
+        for service, slots in d["final_slots"].items():
+            descriptions = {s["name"]: s["description"] for s in services[service]["slots"]}
+            for slot, values in slots.items():
+                values = [v for v in values if v != "dontcare"]
+                if not values:
+                    continue
+                gold = {tid for tid, text in texts.items() if any(v.lower() in text.lower() for v in values)}
+                q = Question(
+                    f"{d['dialogue']}:{slot}",
+                    slot_question(descriptions[slot]),
+                    "slot",
+                    start + timedelta(hours=1),
+                    gold,
+                    d["dialogue"],
+                    values,
+                    slot,
+                )
+                if not gold:
+                    continue  # the value was said by the system, not by the user: nothing to find
+                t = time.perf_counter()
+                res = app.recall(q.text, session_id=d["dialogue"], schema=service, now=q.at)
+                secs = time.perf_counter() - t
+                ranked = [turn_of.get(m.memory.memory_id, "?") for m in res.memories]
+                right = any(
+                    str(h.entity.attributes.get(slot, "")).lower() in {v.lower() for v in values} for h in res.hits
+                ) or any(
+                    str(m.memory.attributes.get(slot, "")).lower() in {v.lower() for v in values}
+                    for m in res.memories[:1]
+                )
+                app_out.append(Outcome(q, ranked, bool(res.not_found), secs, right))
+                bm_out.append(Outcome(q, bm25.rank(q.text), False, 0.0))
+                dense_out.append(Outcome(q, dense.rank(q.text), False, 0.0))
+        app.close()
+    return app_out, bm_out, dense_out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--set", default="conv,sgd")
+    ap.add_argument("--dialogues", type=int, default=150, help="SGD dialogues (all: 1091)")
+    ap.add_argument("--seed", type=int, default=3)
+    ap.add_argument("--model", default="smollm2")
+    ap.add_argument("--misses", type=Path, help="write the appliance's misses here (JSON lines)")
+    args = ap.parse_args()
+    engine = LlamaCppEngine(resolve_model_path(args.model, PROJECT_ROOT / "models"))
+    embedder = shared_embedder("use3")
+    tmp = Path(tempfile.mkdtemp())
+    settings = Settings.from_env({"APPLIANCE_HOME": str(tmp), "APPLIANCE_GRAMMARS": str(tmp / "g")})
+
+    def factory(schema: Any) -> Appliance:
+        return Appliance(
+            schema=schema,
+            db=tmp / f"r{random.randrange(1 << 30)}.duckdb",
+            model=engine,
+            settings=settings,
+            embedder=embedder,
+        )
+
+    rows = []
+    misses = []
+    for name in args.set.split(","):
+        if name == "conv":
+            app, bm, dense = run_conv(factory, embedder)
+
+            def hit(o: Outcome, r: str) -> bool:
+                return r in o.q.gold
+
+        else:
+            app, bm, dense = run_sgd(factory, embedder, args.dialogues, args.seed)
+
+            def hit(o: Outcome, r: str) -> bool:
+                return r in o.q.gold
+
+        for system, outcomes in (("appliance", app), ("bm25 raw turns", bm), ("dense raw turns (use3)", dense)):
+            by_type: dict[str, list[Outcome]] = defaultdict(list)
+            for o in outcomes:
+                by_type[o.q.qtype].append(o)
+            rows.append((name, system, "all", metrics(outcomes, hit)))
+            if name == "sgd" and system == "appliance":
+                rows[-1][3]["structured_answer"] = sum(o.structured_right for o in outcomes) / max(1, len(outcomes))
+            for t, os_ in sorted(by_type.items()):
+                if len(by_type) > 1:
+                    rows.append((name, system, t, metrics(os_, hit)))
+        misses += [
+            {
+                "set": name,
+                "id": o.q.qid,
+                "q": o.q.text,
+                "type": o.q.qtype,
+                "gold": sorted(o.q.gold),
+                "got": o.ranked[:5],
+                "not_found": o.not_found,
+            }
+            for o in app
+            if (o.q.qtype == "not_stored") != o.not_found
+            or (o.q.qtype != "not_stored" and not set(o.ranked[:5]) & o.q.gold)
+        ]
+    cols = [
+        "questions",
+        "hit@5",
+        "recall@5",
+        "hit@10",
+        "mrr",
+        "not_found",
+        "false_not_found",
+        "structured_answer",
+        "p50_s",
+        "p95_s",
+    ]
+    print("| set | system | type | " + " | ".join(cols) + " |")
+    print("|" + "---|" * (len(cols) + 3))
+    for name, system, t, m in rows:
+        cells = [f"{m[c]:.2f}" if isinstance(m.get(c), float) else str(m.get(c, "")) for c in cols]
+        print(f"| {name} | {system} | {t} | " + " | ".join(cells) + " |")
+    if args.misses:
+        args.misses.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in misses))
+
+
+if __name__ == "__main__":
+    main()

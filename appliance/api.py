@@ -52,6 +52,7 @@ from .store import MemoryStore
 __all__ = ["Appliance", "resolve_schema", "MAX_TEXT_CHARS", "clean_text", "clean_session"]
 
 SchemaSpec = str | Path | MemorySchema | dict[str, Any]
+MAINTAIN_EVERY = 1000  # records between checks that the vector index still fits its size
 
 
 def resolve_schema(schema: SchemaSpec, schema_dir: Path) -> MemorySchema:
@@ -107,6 +108,7 @@ class Appliance:
         self._extractors: dict[str, Extractor] = {}
         self._examples: dict[str, tuple[int, ExampleBank]] = {}  # schema id → (reviewed count, bank)
         self._indexed = False  # lexical/time backlog checked
+        self._writes = 0
         self._parsers: dict[str, QuestionParser] = {}
         self._lock = threading.Lock()
         self.recaller = RecallService(self.store, self.embedder)
@@ -289,7 +291,11 @@ class Appliance:
             plan.vector = vector
             plan.terms = tuple(memory_terms(plan.record))
             plan.days = tuple(days_of(schema, plan.record))
-            return self.store.write(plan)
+            stored = self.store.write(plan)
+            self._writes += 1
+            if self._writes % MAINTAIN_EVERY == 0:
+                self.store.maintain()
+            return stored
 
     def _vector(self, text: str) -> Any:
         """The text's sentence vector, or None: a failing encoder never loses the record
@@ -536,6 +542,7 @@ class Appliance:
         self.backfill_vectors()
         self.backfill_lexical()
         self.backfill_days()
+        self.store.maintain()
         return len(batch), problems
 
     def schema_suggestions(self, limit: int = 5000) -> list[dict[str, Any]]:

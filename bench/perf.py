@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from appliance.api import Appliance
@@ -226,10 +226,75 @@ def bench_store(tmp: Path, n: int) -> dict[str, float]:
     return out
 
 
+def bench_recall_channels(tmp: Path, n: int, sessions: int = 10) -> dict[str, float]:
+    """The recall channels at scale: BM25 (lexical), vectors (semantic, IVF above 20k), the time
+    index and entity matching, on ``n`` synthetic memories spread over ``sessions`` sessions
+    (texts drawn from a Zipf vocabulary, vectors from 200 clusters so neighbours exist)."""
+    import numpy as np
+
+    from appliance.lang.segment import index_terms
+
+    rng = np.random.default_rng(0)
+    vocab = [f"w{i}" + "abcdefghij"[i % 10] * (1 + i % 3) for i in range(8000)]
+    zipf = 1 / np.arange(1, len(vocab) + 1)
+    zipf /= zipf.sum()
+    centers = rng.normal(size=(200, 512)).astype(np.float32)
+    store = MemoryStore(tmp / f"channels-{n}.duckdb", encoder="use3")
+    schema = load_schema(PROJECT_ROOT / "schemas" / "customer_service.json")
+    t = time.perf_counter()
+    for start in range(0, n, 50_000):
+        size = min(50_000, n - start)
+        words = rng.choice(len(vocab), size=(size, 10), p=zipf)
+        recs, docs, vecs = [], [], []
+        for j in range(size):
+            i = start + j
+            text = " ".join(vocab[w] for w in words[j])
+            rec = _synthetic(schema.schema_id, i, n).model_copy(
+                update={"source_text": text, "session_id": f"s{i % sessions}"}
+            )
+            recs.append(rec)
+            docs.append((rec.memory_id, rec.session_id, index_terms(text)))
+            c = centers[i % 200] + 0.6 * rng.normal(size=512).astype(np.float32)
+            vecs.append((rec.memory_id, rec.session_id, (c / np.linalg.norm(c)).tolist()))
+        store.write_many(recs)
+        store.add_terms(docs)
+        store.add_vectors(vecs)
+    build = time.perf_counter() - t
+    t = time.perf_counter()
+    store.maintain()
+    train = time.perf_counter() - t
+    lex, sem, days, ents = [], [], [], []
+    for q in range(40):
+        session = f"s{q % sessions}"
+        terms = [vocab[w] for w in rng.choice(len(vocab), size=4, p=zipf)]
+        t0 = time.perf_counter()
+        store.lexical.search(session, terms, 30)
+        lex.append(time.perf_counter() - t0)
+        c = centers[q % 200] + 0.6 * rng.normal(size=512).astype(np.float32)
+        t0 = time.perf_counter()
+        store.vectors.search(session, (c / np.linalg.norm(c)).tolist(), 30, 0.0)
+        sem.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        store.days.within(session, date(2026, 11, 1), date(2026, 11, 30), 30)
+        days.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        store.entities.matching(session, [str(100000 + q * 37)])
+        ents.append(time.perf_counter() - t0)
+    store.close()
+    out: dict[str, float] = {"n": n, "build_s": build, "ivf_train_s": train}
+    for name, lat in (("lexical", lex), ("semantic", sem), ("time", days), ("entity_match", ents)):
+        out[f"{name}_p50_ms"] = pct(lat, 50) * 1000
+        out[f"{name}_p95_ms"] = pct(lat, 95) * 1000
+    both = [a + b + c + d for a, b, c, d in zip(lex, sem, days, ents)]
+    out["channels_p95_ms"] = pct(both, 95) * 1000
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--models", default="smollm2,gemma3-270m")
     ap.add_argument("--store-sizes", default="10000")
+    ap.add_argument("--channel-sizes", default="", help="recall channels at these sizes (e.g. 10000,100000,1000000)")
     args = ap.parse_args()
     report: dict[str, object] = {"when": datetime.now(UTC).isoformat(timespec="seconds")}
     with tempfile.TemporaryDirectory() as d:
@@ -247,8 +312,12 @@ def main() -> None:
                 "end_to_end": bench_records(engine, sub),
             }
             print(name, json.dumps(report[name], indent=1), flush=True, file=sys.stderr)
+        report["channels"] = []
+        for n in filter(None, args.channel_sizes.split(",")):
+            report["channels"].append(bench_recall_channels(tmp, int(n)))  # type: ignore[attr-defined]
+            print(json.dumps(report["channels"][-1]), file=sys.stderr, flush=True)  # type: ignore[index]
         report["store"] = []
-        for n in args.store_sizes.split(","):
+        for n in filter(None, args.store_sizes.split(",")):
             report["store"].append(bench_store(tmp, int(n)))  # type: ignore[attr-defined]
             print(json.dumps(report["store"][-1]), file=sys.stderr, flush=True)  # type: ignore[index]
     report["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

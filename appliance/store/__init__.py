@@ -173,6 +173,11 @@ class MemoryStore:
                 self.records.add_relationship(con, session, rel, memory_id)
         return len(records)
 
+    def maintain(self) -> None:
+        """Keep the indexes fit for their size (retrain the vector lists when they have grown)."""
+        if self.vectors.needs_training():
+            self.vectors.train()
+
     def add_vectors(self, rows: Sequence[tuple[str, str, Sequence[float]]]) -> None:
         """Store vectors for records already stored (backfill after import or an encoder switch)."""
         with self.db.transaction() as con:

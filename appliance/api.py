@@ -27,13 +27,13 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from .config import Settings
-from .domain.drafts import draft_model
-from .domain.inputs import MAX_TEXT_CHARS, clean_session, clean_text
-from .domain.links import days_of, derive_relationships, derived_links, mentions_of, relationship_of
+from .domain.inputs import MAX_TEXT_CHARS, clean_memory_id, clean_session, clean_text
+from .domain.links import days_of, derived_links, mentions_of, relationship_of
 from .domain.loading import load_schema, parse_schema
 from .domain.records import Entity, MemoryRecord, RecallQuery, RecallResult, Relationship
 from .domain.schema import MemorySchema
-from .errors import InputError, QueryError, SchemaError
+from .domain.validation import check_fields, check_record
+from .errors import InputError, QueryError, SchemaError, StoreError
 from .extract.examples import ExampleBank
 from .extract.extractor import ExtractMode, Extractor, SessionHint
 from .extract.routing import SchemaChoice, choose_schema
@@ -82,7 +82,10 @@ class Appliance:
         settings: Settings | None = None,
         mode: ExtractMode = "grounded",
         embedder: Embedder | None | str = "auto",
+        create: bool = True,
     ) -> None:
+        """``create=False``: a database file that does not exist is an error, not a new file
+        (a mistyped path must not start an empty memory)."""
         self.settings = settings or Settings.from_env()
         if embedder == "auto":
             name = self.settings.encoder
@@ -92,7 +95,7 @@ class Appliance:
         if not specs:
             raise SchemaError("at least one schema is needed")
         loaded = [resolve_schema(x, self.settings.schema_dir) for x in specs]
-        self.grammars = GrammarCache(self.settings.grammar_dir)
+        self.grammars = GrammarCache(self.settings.grammar_dir, shipped=self.settings.shipped_grammar_dir)
         # domain → schema; the first is the default (editing, panel, single-schema callers)
         self.schemas: dict[str, MemorySchema] = {}
         for sch in loaded:
@@ -101,7 +104,9 @@ class Appliance:
         self.schema = loaded[0]
         self.compiled: CompiledGrammar = self.grammars.compile(self.schema)
         encoder = self.embedder.name if self.embedder is not None else self.settings.encoder
-        self.store = MemoryStore(db if db is not None else self.settings.db_path, encoder=_known(encoder))
+        self.store = MemoryStore(
+            db if db is not None else self.settings.db_path, encoder=_known(encoder), create=create
+        )
         self.mode = mode
         self._model_spec = model if model is not None else self.settings.model
         self._engine: Engine | None = model if (model is not None and not isinstance(model, str)) else None
@@ -121,7 +126,7 @@ class Appliance:
     def engine(self) -> Engine:
         if self._engine is None:
             assert isinstance(self._model_spec, str)
-            path = resolve_model_path(self._model_spec, self.settings.models_dir)
+            path = resolve_model_path(self._model_spec, self.settings.models_dir, self.settings.model_cache_dir)
             self._engine = LlamaCppEngine(path, n_ctx=self.settings.n_ctx, n_threads=self.settings.n_threads)
         return self._engine
 
@@ -195,13 +200,21 @@ class Appliance:
         now: datetime | None = None,
         on_progress: Callable[[str], None] | None = None,
         schema: str | None = None,
+        request_id: str | None = None,
     ) -> MemoryRecord:
         """Extract a memory from ``text`` and store it; nothing is dropped.
 
         ``on_progress`` receives the record JSON as it is written (for streaming UIs);
-        ``schema`` names the loaded schema to use (default: chosen per utterance)."""
+        ``schema`` names the loaded schema to use (default: chosen per utterance);
+        ``request_id`` makes the call idempotent: a retry with the same id in the same session
+        returns the record stored the first time instead of a duplicate."""
         text = clean_text(text)
         session_id = clean_session(session_id)
+        if request_id is not None:
+            request_id = clean_session(request_id, "request_id")
+            done = self.store.records.by_request(session_id, request_id)
+            if done is not None:
+                return done
         now = now or datetime.now(UTC)
         sch, routed = self.schema_for(text, schema)
         base = dict(
@@ -226,7 +239,7 @@ class Appliance:
                     extractor.on_progress = None
             except InputError as exc:  # e.g. context overflow: keep the text, flag it
                 rec = MemoryRecord(**base, status="unparsed", confidence=0.0, note=exc.message)
-                return self._store(sch, rec)
+                return self._store(sch, rec, request_id)
         if result.draft is None:
             rec = MemoryRecord(
                 **base,
@@ -235,7 +248,7 @@ class Appliance:
                 raw_output=result.raw_output[:4000],
                 note=result.note or "no valid record",
             )
-            return self._store(sch, rec)
+            return self._store(sch, rec, request_id)
         d = result.draft
         ent = sch.entity(d.entity.type)
         review = result.review or (
@@ -265,7 +278,7 @@ class Appliance:
             relationships=[relationship_of(r.model_dump()) for r in d.relationships],
             mentions=mentions_of(sch, ent, d.entity.attributes),
         )
-        return self._store(sch, rec)
+        return self._store(sch, rec, request_id)
 
     def _example_bank(self, schema: MemorySchema) -> ExampleBank | None:
         """The reviewed records of ``schema`` (its own id and earlier versions of its domain
@@ -280,18 +293,22 @@ class Appliance:
             self._examples[schema.schema_id] = (count, bank)
         return self._examples[schema.schema_id][1]
 
-    def _store(self, schema: MemorySchema, rec: MemoryRecord) -> MemoryRecord:
+    def _store(self, schema: MemorySchema, rec: MemoryRecord, request_id: str | None = None) -> MemoryRecord:
         """Resolve and store in one transaction (memory, entities, merges, correction, vector).
 
         One lock around read-resolve-write, so two records cannot both mint or merge the same
         entity."""
         vector = self._vector(rec.source_text)
         with self._lock:
+            if request_id is not None:  # a concurrent retry of the same request finished first
+                done = self.store.records.by_request(rec.session_id, request_id)
+                if done is not None:
+                    return done
             plan = Resolver(schema, self.store).resolve(rec)
             plan.vector = vector
             plan.terms = tuple(memory_terms(plan.record))
             plan.days = tuple(days_of(schema, plan.record))
-            stored = self.store.write(plan)
+            stored = self.store.write(plan, request_id)
             self._writes += 1
             if self._writes % MAINTAIN_EVERY == 0:
                 self.store.maintain()
@@ -379,7 +396,7 @@ class Appliance:
 
     # --- reading ------------------------------------------------------------------------
     def get_record(self, memory_id: str) -> MemoryRecord | None:
-        return self.store.records.get(memory_id)
+        return self.store.records.get(clean_memory_id(memory_id))
 
     def list_records(
         self, session: str | None = None, search: str = "", limit: int = 100, offset: int = 0, status: str | None = None
@@ -410,6 +427,7 @@ class Appliance:
     # --- editing ----------------------------------------------------------------------
     def edit_record(self, memory_id: str, changes: dict[str, Any]) -> MemoryRecord:
         """Change a record's fields; the result must still validate against the schema."""
+        memory_id = clean_memory_id(memory_id)
         rec = self.store.records.get(memory_id)
         if rec is None:
             raise QueryError(f"no memory with id {memory_id!r}")
@@ -428,9 +446,6 @@ class Appliance:
             raise QueryError(f"cannot edit {sorted(unknown)}", hint=f"editable: {', '.join(merged)}, status")
         if "attributes" in changes and not isinstance(changes["attributes"], dict):
             raise QueryError("attributes must be an object of attribute → value")
-        for key in ("event_type", "entity_type", "state", "entity_id"):
-            if key in changes and changes[key] is not None and not isinstance(changes[key], str):
-                raise QueryError(f"{key} must be a string or null")
         status = changes.get("status", "reviewed")
         if status not in ("ok", "needs_review", "reviewed"):
             raise QueryError(f"status must be ok, needs_review or reviewed, not {str(status)[:40]!r}")
@@ -438,27 +453,7 @@ class Appliance:
             merged["attributes"] = {}  # another entity type: the old values are not its attributes
         merged.update({k: v for k, v in changes.items() if k not in ("status", "attributes")})
         merged["attributes"] = {**merged["attributes"], **changes.get("attributes", {})}
-        try:
-            ent = sch.entity(str(merged["entity_type"]))
-        except KeyError:
-            raise QueryError(f"unknown entity type {merged['entity_type']!r}") from None
-        attrs = {a.name: merged["attributes"].get(a.name) for a in ent.value_attributes}
-        extra = set(merged["attributes"]) - set(attrs)
-        if extra:
-            raise QueryError(f"{ent.name} has no attribute(s) {sorted(extra)}")
-        draft = {
-            "event_type": merged["event_type"],
-            "entity": {"type": ent.name, "id": merged["entity_id"], "state": merged["state"], "attributes": attrs},
-            "relationships": derive_relationships(sch, ent, merged["entity_id"], attrs),
-        }
-        try:
-            draft_model(sch).model_validate(draft)
-        except ValidationError as exc:
-            # Union errors list every entity branch: report the branch of this entity type.
-            idx = sch.entity_names.index(ent.name)
-            errs = [e for e in exc.errors() if f"E{idx}Entity" in map(str, e["loc"])] or exc.errors()
-            loc = ".".join(str(p) for p in errs[0]["loc"] if not str(p).endswith("Entity"))
-            raise QueryError(f"invalid value at {loc}: {errs[0]['msg']}") from None
+        attrs = check_fields(sch, merged)
         spans = {k: v for k, v in rec.spans.items() if attrs.get(k) == rec.attributes.get(k)}
         for name, value in attrs.items():  # a corrected value keeps the text it stands for, if any
             if value is not None and name not in spans:
@@ -484,9 +479,37 @@ class Appliance:
         return self.edit_record(rec.memory_id, {**fields, "status": "reviewed"})
 
     def delete_record(self, memory_id: str) -> bool:
-        return self.store.delete_record(memory_id)
+        return self.store.delete_record(clean_memory_id(memory_id))
 
-    # --- import / export ----------------------------------------------------------------
+    # --- import / export / backup --------------------------------------------------------
+    def export(self, path: str | Path, fmt: str | None = None, force: bool = False) -> int:
+        """Write every record to ``path`` as JSONL or Parquet (``fmt``, else the file's
+        extension); never overwrites without ``force``; written to a temporary file beside it
+        and renamed, so a full disk leaves no half file under the name."""
+        target = Path(path)
+        fmt = fmt or {".parquet": "parquet", ".jsonl": "jsonl", ".json": "jsonl"}.get(target.suffix.lower())
+        if fmt not in ("jsonl", "parquet"):
+            raise InputError(
+                f"cannot tell the format of {target.name}", hint="name it .jsonl or .parquet, or pass --format"
+            )
+        if target.exists() and not force:
+            raise InputError(f"{target} exists", hint="pass --force to overwrite it")
+        if not target.parent.is_dir():
+            raise InputError(f"no directory {target.parent}", hint="create it first")
+        tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            n = self.export_jsonl(tmp) if fmt == "jsonl" else self.export_parquet(tmp)
+            tmp.replace(target)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise StoreError(
+                f"cannot write {target}: {exc.strerror or exc}", hint="check free space and permissions"
+            ) from None
+        except StoreError:
+            tmp.unlink(missing_ok=True)
+            raise
+        return n
+
     def export_jsonl(self, path: Path) -> int:
         n = 0
         with Path(path).open("w", encoding="utf-8") as fh:
@@ -497,6 +520,24 @@ class Appliance:
 
     def export_parquet(self, path: Path) -> int:
         return self.store.records.export_parquet(Path(path))
+
+    def backup(self, path: str | Path) -> dict[str, Any]:
+        """A consistent, self-contained snapshot of the whole database at ``path`` (a new file),
+        taken while the appliance keeps serving; ``restore`` brings it back exactly."""
+        target = Path(path)
+        if not target.parent.is_dir():
+            raise InputError(f"no directory {target.parent}", hint="create it first")
+        self.store.db.snapshot(target)
+        return {"path": str(target), "bytes": target.stat().st_size, **self.store.counts()}
+
+    def restore(self, path: str | Path) -> dict[str, Any]:
+        """Fill this (empty) database from a ``backup`` snapshot: every memory, the entity
+        timeline, merge and forget logs, migrations — as they were."""
+        if not Path(path).is_file():
+            raise InputError(f"no snapshot at {path}")
+        self.store.db.restore_from(path)
+        self._indexed = False
+        return self.store.counts()
 
     def import_jsonl(self, path: Path) -> tuple[int, list[str]]:
         """Import records exported by ``export_jsonl``; bad lines are reported, not fatal."""
@@ -531,10 +572,17 @@ class Appliance:
         problems: list[str] = []
         existing = self.store.records.ids()
         batch: list[MemoryRecord] = []
+        loaded = list(self.schemas.values())
         for where, item in parsed:
             if isinstance(item, str):
                 problems.append(f"line {where}: {item}")
+                continue
+            schema, problem = check_record(loaded, item)
+            if problem:
+                problems.append(f"line {where}: {problem}")  # refused: never reaches a live entity
             elif item.memory_id not in existing:
+                if schema is not None and schema.schema_id != item.schema_id:
+                    item = item.model_copy(update={"schema_id": schema.schema_id})
                 existing.add(item.memory_id)
                 batch.append(item)
         for start in range(0, len(batch), 5000):

@@ -13,6 +13,7 @@ the fit; its numbers are printed for comparison only. The logistic-regression ba
 same features is printed too (the reason the scorer is a network).
 
 Run: .venv/bin/python bench/fit_weights.py [--turns 2000] [--write]
+     .venv/bin/python bench/fit_weights.py --events --turns 500   (event weights, printed)
 """
 
 from __future__ import annotations
@@ -152,57 +153,6 @@ def train_mlp(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
     return {"mu": mu, "sd": sd, "w1": params[0], "b1": params[1], "w2": params[2], "b2": float(params[3][0])}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--turns", type=int, default=2000, help="fit turns per set (whole dialogues)")
-    ap.add_argument("--seed", type=int, default=11)
-    ap.add_argument("--write", action="store_true", help=f"write {SCORER_FILE.name}")
-    args = ap.parse_args()
-    embedder = shared_embedder("use3")
-    schemas = {**sgd_schemas(), "crosswoz": crosswoz_schema()}
-    evidences = {k: SchemaEvidence(v, embedder) for k, v in schemas.items()}
-    fit = fit_split(sgd_turns(), args.turns, args.seed) + fit_split(crosswoz_turns(), args.turns, args.seed)
-    sample = sample_dialogues(sgd_turns(), 300, 7)[0] + sample_dialogues(crosswoz_turns(), 300, 7)[0]
-    rows, check = collect(fit, schemas, evidences), collect(sample, schemas, evidences)
-    x, y = matrix(rows)
-    print(f"fit turns {len(fit)}, pairs {len(y)}, positive {int(y.sum())}", file=sys.stderr)
-    w = logistic(x, y)
-    print("linear, threshold -1:", slot_f1(check, lambda a: a @ w, -1.0), file=sys.stderr)
-    net = train_mlp(x, y)
-
-    def score(a: np.ndarray) -> np.ndarray:
-        return np.tanh(((a - net["mu"]) / net["sd"]) @ net["w1"] + net["b1"]) @ net["w2"] + net["b2"]
-
-    best = max(
-        (float(t) for t in np.arange(-2.0, 0.76, 0.25)),
-        key=lambda t: float(np.mean([f for _, _, f in slot_f1(rows, score, t).values()])),
-    )
-    print(
-        f"threshold {best}: fit split {slot_f1(rows, score, best)}; default sample {slot_f1(check, score, best)}",
-        file=sys.stderr,
-    )
-    data = {
-        "features": list(FEATURES),
-        **{k: (v.round(6).tolist() if isinstance(v, np.ndarray) else v) for k, v in net.items()},
-        "threshold": best,
-        "meta": {
-            "fitted_by": "bench/fit_weights.py",
-            "fit_turns": len(fit),
-            "sets": "sgd-dev + crosswoz-dev, dialogues outside the default zero_shot sample",
-            "hidden": HIDDEN,
-            "epochs": EPOCHS,
-            "seed": SEED,
-        },
-    }
-    if args.write:
-        SCORER_FILE.write_text(json.dumps(data) + "\n")
-        print(f"wrote {SCORER_FILE}", file=sys.stderr)
-
-
-if __name__ == "__main__":
-    main()
-
-
 def event_rows(turns: list[Turn], schemas: dict[str, MemorySchema], engine: Any, embedder: Any) -> list[dict[str, Any]]:
     """Per turn: the event features of every option (the previous event is the gold one of the
     dialogue's previous turn: teacher forcing) and the index of the gold option."""
@@ -264,3 +214,84 @@ def event_accuracy(rows: list[dict[str, Any]], weights: dict[str, float]) -> dic
         key = "crosswoz" if r["set"] == "crosswoz" else "sgd"
         hits.setdefault(key, []).append(int(int(np.argmax(z)) == r["gold"]))
     return {k: round(sum(v) / len(v), 3) for k, v in hits.items()}
+
+
+FITTED_EVENT_FEATURES = ("lm", "lexical", "semantic", "support", "fill", "entity", "continues", "commits")
+
+
+def main_events(n: int, seed: int, schemas: dict[str, MemorySchema], embedder: Any) -> None:
+    """Fit the zero-shot event weights (``extract/events.py``) by conditional logit on the fit
+    split; keyword, question, correction and taught keep their set values (the dialogues have
+    no keywords, questions are already in the descriptions, no corrections, no examples)."""
+    from appliance.extract.events import EVENT_WEIGHTS
+    from appliance.model.engine import LlamaCppEngine, resolve_model_path
+
+    engine = LlamaCppEngine(resolve_model_path("smollm2", Path(__file__).resolve().parents[1] / "models"))
+    fit = fit_split(sgd_turns(), n, seed) + fit_split(crosswoz_turns(), n, seed)
+    sample = sample_dialogues(sgd_turns(), 300, 7)[0] + sample_dialogues(crosswoz_turns(), 300, 7)[0]
+    rows = event_rows(fit, schemas, engine, embedder)
+    check = event_rows(sample, schemas, engine, embedder)
+    fixed = {k: v for k, v in EVENT_WEIGHTS.items() if k not in FITTED_EVENT_FEATURES}
+    weights = fit_events(rows, FITTED_EVENT_FEATURES, fixed)
+    print(f"event rows: fit {len(rows)}, sample {len(check)}", file=sys.stderr)
+    print("current:", EVENT_WEIGHTS, file=sys.stderr)
+    print("  fit split", event_accuracy(rows, EVENT_WEIGHTS), "sample", event_accuracy(check, EVENT_WEIGHTS))
+    print("fitted:", {**fixed, **weights}, file=sys.stderr)
+    print(
+        "  fit split", event_accuracy(rows, {**fixed, **weights}), "sample", event_accuracy(check, {**fixed, **weights})
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--turns", type=int, default=2000, help="fit turns per set (whole dialogues)")
+    ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument("--write", action="store_true", help=f"write {SCORER_FILE.name}")
+    ap.add_argument("--events", action="store_true", help="fit the event weights instead (prints them)")
+    args = ap.parse_args()
+    embedder = shared_embedder("use3")
+    schemas = {**sgd_schemas(), "crosswoz": crosswoz_schema()}
+    if args.events:
+        main_events(args.turns, args.seed, schemas, embedder)
+        return
+    evidences = {k: SchemaEvidence(v, embedder) for k, v in schemas.items()}
+    fit = fit_split(sgd_turns(), args.turns, args.seed) + fit_split(crosswoz_turns(), args.turns, args.seed)
+    sample = sample_dialogues(sgd_turns(), 300, 7)[0] + sample_dialogues(crosswoz_turns(), 300, 7)[0]
+    rows, check = collect(fit, schemas, evidences), collect(sample, schemas, evidences)
+    x, y = matrix(rows)
+    print(f"fit turns {len(fit)}, pairs {len(y)}, positive {int(y.sum())}", file=sys.stderr)
+    w = logistic(x, y)
+    print("linear, threshold -1:", slot_f1(check, lambda a: a @ w, -1.0), file=sys.stderr)
+    net = train_mlp(x, y)
+
+    def score(a: np.ndarray) -> np.ndarray:
+        return np.tanh(((a - net["mu"]) / net["sd"]) @ net["w1"] + net["b1"]) @ net["w2"] + net["b2"]
+
+    best = max(
+        (float(t) for t in np.arange(-2.0, 0.76, 0.25)),
+        key=lambda t: float(np.mean([f for _, _, f in slot_f1(rows, score, t).values()])),
+    )
+    print(
+        f"threshold {best}: fit split {slot_f1(rows, score, best)}; default sample {slot_f1(check, score, best)}",
+        file=sys.stderr,
+    )
+    data = {
+        "features": list(FEATURES),
+        **{k: (v.round(6).tolist() if isinstance(v, np.ndarray) else v) for k, v in net.items()},
+        "threshold": best,
+        "meta": {
+            "fitted_by": "bench/fit_weights.py",
+            "fit_turns": len(fit),
+            "sets": "sgd-dev + crosswoz-dev, dialogues outside the default zero_shot sample",
+            "hidden": HIDDEN,
+            "epochs": EPOCHS,
+            "seed": SEED,
+        },
+    }
+    if args.write:
+        SCORER_FILE.write_text(json.dumps(data) + "\n")
+        print(f"wrote {SCORER_FILE}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

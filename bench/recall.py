@@ -16,7 +16,7 @@ questions wrongly answered "not found", p50/p95 latency — per question type, w
 alternatives over the raw turns in the same run: BM25 (the same tokens the appliance indexes)
 and dense retrieval (the same sentence encoder).
 
-Run: .venv/bin/python bench/recall.py [--set conv,sgd] [--dialogues 150] [--seed 3] [--misses FILE]
+Run: .venv/bin/python bench/recall.py [--set conv,sgd] [--dialogues 150] [--seed 3] [--misses FILE] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -131,21 +131,36 @@ def metrics(outcomes: list[Outcome], hit: Any) -> dict[str, float]:
 
 
 # --- conversational set -------------------------------------------------------------------------------
-def run_conv(app_factory: Any, embedder: Any) -> tuple[list[Outcome], list[Outcome], list[Outcome]]:
+def run_conv(
+    app_factory: Any, embedder: Any, keep: Path | None = None
+) -> tuple[list[Outcome], list[Outcome], list[Outcome]]:
+    """``keep``: a directory where each conversation's recorded database (and its turn map) is
+    kept and reused by later runs — for iterating on the read path only; a write-path change
+    needs a fresh directory."""
     app_out, bm_out, dense_out = [], [], []
     for path in sorted(CONV.glob("*.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
         user = data["user"]
-        app = app_factory("personal_memory")
         turn_of: dict[str, str] = {}
         texts: dict[str, str] = {}
-        for si, session in enumerate(data["sessions"], 1):
-            start = datetime.fromisoformat(session["at"]).replace(tzinfo=UTC)
-            for ti, text in enumerate(session["turns"], 1):
-                tid = f"s{si}t{ti}"
-                rec = app.record(text, session_id=user, now=start + timedelta(minutes=ti))
-                turn_of[rec.memory_id] = tid
-                texts[tid] = text
+        kept_map = keep / f"{path.stem}.turns.json" if keep else None
+        if kept_map is not None and kept_map.exists():
+            app = app_factory("personal_memory", keep / f"{path.stem}.duckdb")
+            turn_of = json.loads(kept_map.read_text(encoding="utf-8"))
+            for si, session in enumerate(data["sessions"], 1):
+                for ti, text in enumerate(session["turns"], 1):
+                    texts[f"s{si}t{ti}"] = text
+        else:
+            app = app_factory("personal_memory", keep / f"{path.stem}.duckdb" if keep else None)
+            for si, session in enumerate(data["sessions"], 1):
+                start = datetime.fromisoformat(session["at"]).replace(tzinfo=UTC)
+                for ti, text in enumerate(session["turns"], 1):
+                    tid = f"s{si}t{ti}"
+                    rec = app.record(text, session_id=user, now=start + timedelta(minutes=ti))
+                    turn_of[rec.memory_id] = tid
+                    texts[tid] = text
+            if kept_map is not None:
+                kept_map.write_text(json.dumps(turn_of), encoding="utf-8")
         bm25, dense = BM25(texts), Dense(texts, embedder)
         for q in data["questions"]:
             question = Question(
@@ -235,16 +250,17 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--model", default="smollm2")
     ap.add_argument("--misses", type=Path, help="write the appliance's misses here (JSON lines)")
+    ap.add_argument("--keep", type=Path, help="conv: keep/reuse recorded databases here (read-path iteration)")
     args = ap.parse_args()
     engine = LlamaCppEngine(resolve_model_path(args.model, PROJECT_ROOT / "models"))
     embedder = shared_embedder("use3")
     tmp = Path(tempfile.mkdtemp())
     settings = Settings.from_env({"APPLIANCE_HOME": str(tmp), "APPLIANCE_GRAMMARS": str(tmp / "g")})
 
-    def factory(schema: Any) -> Appliance:
+    def factory(schema: Any, db: Path | None = None) -> Appliance:
         return Appliance(
             schema=schema,
-            db=tmp / f"r{random.randrange(1 << 30)}.duckdb",
+            db=db or tmp / f"r{random.randrange(1 << 30)}.duckdb",
             model=engine,
             settings=settings,
             embedder=embedder,
@@ -254,7 +270,9 @@ def main() -> None:
     misses = []
     for name in args.set.split(","):
         if name == "conv":
-            app, bm, dense = run_conv(factory, embedder)
+            if args.keep:
+                args.keep.mkdir(parents=True, exist_ok=True)
+            app, bm, dense = run_conv(factory, embedder, args.keep)
 
             def hit(o: Outcome, r: str) -> bool:
                 return r in o.q.gold

@@ -16,7 +16,7 @@ PKG = Path(appliance.__file__).parent
 # The data path, bottom to top: a module may import its own room and the rooms below it.
 RANK = {
     "errors": 0,
-    "config": 0,
+    "config": 0.5,  # settings may raise the package's errors
     "lang": 1,
     "domain": 2,
     "model": 3,

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 import pytest
@@ -44,30 +45,47 @@ def test_schema_validate_good_and_bad(tmp_path) -> None:  # type: ignore[no-unty
 
 
 def test_schema_compile_reports_cache(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setenv("APPLIANCE_GRAMMARS", str(tmp_path))
-    first = CliRunner().invoke(main, ["schema", "compile", "customer_service", "--json"])
-    second = CliRunner().invoke(main, ["schema", "compile", "customer_service", "--json"])
-    assert first.exit_code == 0 and not json.loads(first.output)["from_cache"]
+    monkeypatch.setenv("APPLIANCE_GRAMMARS", str(tmp_path / "g"))
+    shipped = CliRunner().invoke(main, ["schema", "compile", "customer_service", "--json"])
+    assert shipped.exit_code == 0 and json.loads(shipped.output)["from_cache"]  # shipped, read-only
+    own = json.loads((Path(__file__).parents[1] / "schemas" / "customer_service.json").read_text())
+    own["domain"] = "my_own_service"
+    path = tmp_path / "own.json"
+    path.write_text(json.dumps(own))
+    first = CliRunner().invoke(main, ["schema", "compile", str(path), "--json"])
+    second = CliRunner().invoke(main, ["schema", "compile", str(path), "--json"])
+    assert first.exit_code == 0 and not json.loads(first.output)["from_cache"], first.output
     assert json.loads(second.output)["from_cache"]
+    assert list((tmp_path / "g").iterdir())  # compiled into the user's cache, not the checkout
 
 
 def test_query_command_without_model(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("APPLIANCE_GRAMMARS", str(tmp_path / "g"))
     db = str(tmp_path / "m.duckdb")
     res = CliRunner().invoke(
-        main, ["--db", db, "query", '{"entity_type":"Order","filters":[{"field":"id","op":"eq","value":"1"}]}']
+        main,
+        ["--db", db, "--create", "query", '{"entity_type":"Order","filters":[{"field":"id","op":"eq","value":"1"}]}'],
     )
     assert res.exit_code == 0, res.output
     assert "sql: SELECT" in res.output
     bad = CliRunner().invoke(
-        main, ["--db", db, "query", '{"entity_type":"Order","filters":[{"field":"x;DROP","op":"eq","value":"1"}]}']
+        main,
+        [
+            "--db",
+            db,
+            "--create",
+            "query",
+            '{"entity_type":"Order","filters":[{"field":"x;DROP","op":"eq","value":"1"}]}',
+        ],
     )
     assert bad.exit_code == 1 and "unknown field" in bad.output and "Traceback" not in bad.output
 
 
 def test_missing_model_is_a_clear_error(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("APPLIANCE_GRAMMARS", str(tmp_path / "g"))
-    res = CliRunner().invoke(main, ["--db", str(tmp_path / "m.duckdb"), "--model", "nope.gguf", "record", "hi"])
+    res = CliRunner().invoke(
+        main, ["--db", str(tmp_path / "m.duckdb"), "--create", "--model", "nope.gguf", "record", "hi"]
+    )
     assert res.exit_code == 1 and "not found" in res.output and "hint" in res.output
 
 
@@ -75,7 +93,9 @@ def test_corrupt_model_file_is_refused(tmp_path, monkeypatch) -> None:  # type: 
     monkeypatch.setenv("APPLIANCE_GRAMMARS", str(tmp_path / "g"))
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 10)
-    res = CliRunner().invoke(main, ["--db", str(tmp_path / "m.duckdb"), "--model", str(bad), "record", "hi"])
+    res = CliRunner().invoke(
+        main, ["--db", str(tmp_path / "m.duckdb"), "--create", "--model", str(bad), "record", "hi"]
+    )
     assert res.exit_code == 1 and "not a GGUF" in res.output
 
 
@@ -140,3 +160,55 @@ def test_lifecycle_commands_without_model(tmp_path, monkeypatch) -> None:  # typ
     assert "(reverted)" in run("schema", "migrations").output
     again = run("schema", "revert", mid)
     assert again.exit_code == 1 and "already reverted" in again.output
+
+
+SGD_SERVICE = {
+    "service_name": "Parking_1",
+    "description": "Find and pay for parking",
+    "slots": [
+        {"name": "garage", "description": "Name of the garage", "is_categorical": False, "possible_values": []},
+        {
+            "name": "covered",
+            "description": "Whether it is covered",
+            "is_categorical": True,
+            "possible_values": ["True", "False"],
+        },
+        {"name": "hours", "description": "Number of hours", "is_categorical": True, "possible_values": ["1", "2", "3"]},
+    ],
+    "intents": [
+        {
+            "name": "PayParking",
+            "description": "Pay for a parking spot",
+            "is_transactional": True,
+            "required_slots": ["garage", "hours"],
+            "optional_slots": {"covered": "dontcare"},
+            "result_slots": [],
+        }
+    ],
+}
+
+
+def test_schema_import_writes_loadable_schemas(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    src = tmp_path / "sgd.json"
+    src.write_text(json.dumps([SGD_SERVICE]))
+    res = CliRunner().invoke(main, ["schema", "import", str(src), "--out", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    written = tmp_path / "out" / "Parking_1.json"
+    data = json.loads(written.read_text())
+    attrs = {a["name"]: a for e in data["entities"].values() for a in e["attributes"]}
+    assert attrs["covered"]["kind"] == "boolean" and attrs["garage"]["description"] == "Name of the garage"
+    assert data["event_types"][0]["commits"] is True
+    ok = CliRunner().invoke(main, ["schema", "validate", str(written)])
+    assert ok.exit_code == 0, ok.output
+    again = CliRunner().invoke(main, ["schema", "import", str(src), "--out", str(tmp_path / "out")])
+    assert again.exit_code != 0 and "--force" in again.output  # never overwrites silently
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    refused = CliRunner().invoke(main, ["schema", "import", str(bad)])
+    assert refused.exit_code != 0 and "not valid JSON" in refused.output and "Traceback" not in refused.output
+
+
+def test_record_refuses_a_bad_time(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("APPLIANCE_HOME", str(tmp_path))
+    res = CliRunner().invoke(main, ["--db", str(tmp_path / "m.duckdb"), "record", "hello", "--at", "yesterday-ish"])
+    assert res.exit_code != 0 and "ISO 8601" in res.output

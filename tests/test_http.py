@@ -62,3 +62,13 @@ def test_lifecycle_endpoints(app: Appliance) -> None:
     spec = c.get("/openapi.json").json()
     assert {"/compact", "/forget", "/merges", "/sessions/{session_id}/end"} <= set(spec["paths"])
     assert c.get("/schema").json()["loaded"] == {"customer_service": app.schema.schema_id}
+
+
+def test_record_and_recall_take_the_message_time(app: Appliance) -> None:
+    c = TestClient(build_http(app))
+    r = c.post("/record", json={"text": "order 4567 is late", "session_id": "t", "at": "2023-05-08T13:56:00+02:00"})
+    assert r.status_code == 200 and r.json()["timestamp"] == "2023-05-08T13:56:00+02:00"
+    bad = c.post("/record", json={"text": "order 4567 is late", "at": "last tuesday"})
+    assert bad.status_code == 400 and "ISO 8601" in bad.json()["error"]
+    q = c.post("/recall", json={"question": "what happened to order 4567?", "session_id": "t", "at": "2023-05-09"})
+    assert q.status_code == 200 and q.json()["memories"]

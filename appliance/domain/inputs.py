@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
 from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["clean_text", "clean_session", "MAX_TEXT_CHARS", "MAX_SESSION_CHARS"]
+__all__ = ["clean_text", "clean_session", "clean_memory_id", "parse_moment", "MAX_TEXT_CHARS", "MAX_SESSION_CHARS"]
 
 MAX_TEXT_CHARS = 20_000
 MAX_SESSION_CHARS = 128
@@ -21,7 +23,11 @@ def clean_text(text: Any, what: str = "text") -> str:
             raise InputError(f"the {what} is binary data, not UTF-8 text") from None
     if not isinstance(text, str):
         raise InputError(f"the {what} must be a string, not {type(text).__name__}")
-    text = text.replace("\x00", "").strip()
+    if "\x00" in text:
+        # stripping it would silently change what was said ("order 12\0 3456" → id 123456)
+        raise InputError(f"the {what} contains a NUL character", hint="send plain text without control characters")
+    _refuse_surrogates(text, what)
+    text = text.strip()
     if not text:
         raise InputError(f"the {what} is empty")
     if len(text) > MAX_TEXT_CHARS:
@@ -34,7 +40,51 @@ def clean_text(text: Any, what: str = "text") -> str:
     return text
 
 
-def clean_session(session_id: Any) -> str:
+def clean_session(session_id: Any, what: str = "session_id") -> str:
+    """A session id: printable text, at most MAX_SESSION_CHARS; never silently altered."""
     if not isinstance(session_id, str) or not session_id.strip() or len(session_id) > MAX_SESSION_CHARS:
-        raise InputError(f"session_id must be a non-empty string of at most {MAX_SESSION_CHARS} characters")
+        raise InputError(f"{what} must be a non-empty string of at most {MAX_SESSION_CHARS} characters")
+    if any(not ch.isprintable() for ch in session_id):
+        raise InputError(f"{what} contains control characters", hint="use printable text, e.g. alice or user-42")
+    _refuse_surrogates(session_id, what)
     return session_id.strip()
+
+
+_MEMORY_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def clean_memory_id(memory_id: Any) -> str:
+    """A memory id as the appliance makes them (32 hex digits); anything else is refused
+    before it reaches the store ("../../etc/passwd", SQL, control characters)."""
+    if not isinstance(memory_id, str) or not _MEMORY_ID.fullmatch(memory_id.strip().lower()):
+        raise InputError(
+            f"{str(memory_id)[:40]!r} is not a memory id", hint="memory ids are 32 hexadecimal digits, as returned"
+        )
+    return memory_id.strip().lower()
+
+
+def _refuse_surrogates(text: str, what: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"the {what} is not valid Unicode (a lone surrogate)", hint="send UTF-8 text") from None
+
+
+def parse_moment(value: Any, what: str = "at") -> datetime | None:
+    """When a message was said: an ISO 8601 date or date-time ("2023-05-08", "2023-05-08T13:56",
+    "2023-05-08 13:56+08:00"). Without an offset it is UTC. ``None``/"" mean now."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        moment = value
+    elif isinstance(value, str):
+        try:
+            moment = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise InputError(
+                f"{what} {value[:40]!r} is not an ISO 8601 date or date-time",
+                hint="e.g. 2023-05-08 or 2023-05-08T13:56:00+02:00",
+            ) from None
+    else:
+        raise InputError(f"{what} must be an ISO 8601 string, not {type(value).__name__}")
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

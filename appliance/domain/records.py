@@ -23,7 +23,6 @@ __all__ = [
     "RecallQuery",
     "RecallHit",
     "RecallResult",
-    "SemanticHit",
     "RankedMemory",
     "FILTER_OPS",
     "MAX_RELATIONSHIPS",
@@ -193,14 +192,6 @@ class RecallHit(BaseModel):
     path: str = "structured"
 
 
-class SemanticHit(BaseModel):
-    """A memory found by vector similarity (the complement of the structured path)."""
-
-    memory: MemoryRecord
-    score: float
-    path: str = "semantic"
-
-
 class RankedMemory(BaseModel):
     """A memory in the fused recall ranking, with every path that found it."""
 
@@ -217,7 +208,6 @@ class RecallResult(BaseModel):
     hits: list[RecallHit]
     context: str
     raw_output: str = ""
-    semantic: list[SemanticHit] = Field(default_factory=list)
     memories: list[RankedMemory] = Field(default_factory=list)  # the fused ranking, best first
     not_found: str = ""  # what the question asks that nothing stored holds ("" when found)
     time_range: Optional[tuple[str, str]] = None  # the days the question is limited to

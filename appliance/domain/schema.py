@@ -268,10 +268,10 @@ class EventType(BaseModel):
 
     @property
     def label(self) -> str:
-        return self.description or _readable(self.name)
+        return self.description or readable(self.name)
 
 
-def _readable(name: str) -> str:
+def readable(name: str) -> str:
     """ "SearchOnewayFlight" / "user_inquiry" → "search oneway flight" / "user inquiry"."""
     if not name.isascii():
         return name

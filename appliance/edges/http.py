@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from ..api import Appliance
+from ..domain.inputs import parse_moment
 from ..domain.loading import schema_problems
 from ..domain.records import MemoryRecord, RecallQuery, RecallResult
 from ..errors import ApplianceError, ModelError, UserError
@@ -27,12 +28,14 @@ class RecordIn(BaseModel):
     text: str = Field(max_length=20_000)
     session_id: str = "default"
     schema_name: str | None = Field(default=None, description="loaded schema domain; default: chosen per text")
+    at: str | None = Field(default=None, description="when the text was said, ISO 8601 (default: now)")
 
 
 class RecallIn(BaseModel):
     question: str = Field(max_length=20_000)
     session_id: str = "default"
     schema_name: str | None = None
+    at: str | None = Field(default=None, description="when the question is asked, ISO 8601 (default: now)")
 
 
 class CompactIn(BaseModel):
@@ -76,11 +79,11 @@ def build_http(app: Appliance, token: str | None = None) -> FastAPI:
 
     @api.post("/record", dependencies=deps)
     def record(body: RecordIn) -> MemoryRecord:
-        return app.record(body.text, session_id=body.session_id, schema=body.schema_name)
+        return app.record(body.text, session_id=body.session_id, schema=body.schema_name, now=parse_moment(body.at))
 
     @api.post("/recall", dependencies=deps)
     def recall(body: RecallIn) -> RecallResult:
-        return app.recall(body.question, session_id=body.session_id, schema=body.schema_name)
+        return app.recall(body.question, session_id=body.session_id, schema=body.schema_name, now=parse_moment(body.at))
 
     @api.post("/query", dependencies=deps)
     def query(body: QueryIn) -> RecallResult:

@@ -17,6 +17,7 @@ from ..domain.schema import Attribute
 from ..lang import Language
 from ..lang.dates import find_dates
 from ..lang.numbers import money_after, normalise_number, number_pattern
+from ..lang.segment import stem
 
 __all__ = [
     "Candidate",
@@ -146,7 +147,7 @@ _CJK = re.compile(r"[^\u4e00-\u9fff]")
 
 def _grams(text: str) -> set[str]:
     t = re.sub(r"\s+", " ", text.lower())
-    words = set(_WORD.findall(t))
+    words = {stem(w) for w in _WORD.findall(t)}
     cjk = _CJK.sub("", t)
     return words | {cjk[i : i + 2] for i in range(len(cjk) - 1)} | set(cjk)
 

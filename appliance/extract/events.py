@@ -11,6 +11,12 @@ Signals, each a number per event type (``EVENT_FEATURES``):
 * ``correction`` — the message corrects an earlier record of this event type;
 * ``support`` — the attributes the message fills belong to this event (its ``attributes``
   list): "3 tickets for the 8th" supports buying tickets over searching buses;
+* ``fill`` — how much of the message the attributes of the event's entity take (the sum of
+  their values' calibrated confidences), relative to the best entity: "叫一辆出租车，从A到B"
+  fills the taxi's origin and destination, the hotel only a weak name. Constant, hence
+  silent, in a schema with one entity type;
+* ``entity`` — overlap of the message with the event's entity (name, description, aliases)
+  when the schema has several entity types;
 * ``continues`` — the session's previous record was this event (a user who is booking keeps
   booking: "How about Cafe Jolie?" continues the reservation);
 * ``commits`` — the event commits to something (a booking, a purchase): sessions search first,
@@ -29,12 +35,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..domain.schema import EventType, MemorySchema
+from ..domain.schema import EventType, MemorySchema, readable
 from ..lang import find_word
 from .candidates import lexical_similarity
 from .evidence import Candidate
 
-__all__ = ["EVENT_FEATURES", "EVENT_WEIGHTS", "LM_WEIGHT_WITH_EXAMPLES", "EventEvidence", "support", "weights_for"]
+__all__ = [
+    "entity_features",
+    "entity_references",
+    "event_references",
+    "EVENT_FEATURES",
+    "EVENT_WEIGHTS",
+    "LM_WEIGHT_WITH_EXAMPLES",
+    "EventEvidence",
+    "fill",
+    "support",
+    "weights_for",
+]
 
 EVENT_FEATURES = (
     "lm",
@@ -44,6 +61,8 @@ EVENT_FEATURES = (
     "question",
     "correction",
     "support",
+    "fill",
+    "entity",
     "continues",
     "commits",
     "taught",
@@ -61,6 +80,8 @@ EVENT_WEIGHTS: dict[str, float] = {
     "question": 2.0,
     "correction": 2.0,
     "support": 2.845,
+    "fill": 0.0,
+    "entity": 0.0,
     "continues": 1.753,
     "commits": -0.799,
     "taught": 6.0,
@@ -85,6 +106,13 @@ def support(ev: EventType, filled: Mapping[str, Candidate]) -> float:
     inside = sum(1 for a in filled if a in ev.attributes)
     outside = len(filled) - inside
     return (inside - 0.5 * outside) / len(filled)
+
+
+def fill(schema: MemorySchema, confidences: Mapping[str, float]) -> np.ndarray:
+    """Per event: the fill strength of its entity (``confidences``: entity → summed confidence
+    of its filled values) minus the best entity's; 0 for events without an entity."""
+    best = max(confidences.values(), default=0.0)
+    return np.array([confidences.get(ev.entity, best) - best if ev.entity else 0.0 for ev in schema.event_types])
 
 
 @dataclass
@@ -113,5 +141,31 @@ def cue_features(schema: MemorySchema, text: str) -> tuple[np.ndarray, np.ndarra
     return keyword, question
 
 
+def event_references(schema: MemorySchema, ev: EventType) -> list[str]:
+    """What a message reporting ``ev`` may resemble: its description, its readable name ("find
+    restaurants") and its examples."""
+    return [r for r in dict.fromkeys([ev.label, readable(ev.name), *ev.examples]) if r]
+
+
+def entity_references(schema: MemorySchema, ev: EventType) -> list[str]:
+    """The entity ``ev`` is about, when the schema has several: its name, description and
+    aliases ("叫一辆出租车" is about the 出租车 even if the event says "打车"). A separate
+    feature from the event's own references, so that naming an order in a complaint does not
+    count as much as saying what happened to it."""
+    ent = schema.entity(ev.entity) if ev.entity and len(schema.entities) > 1 else None
+    if ent is None:
+        return []
+    return [r for r in dict.fromkeys([readable(ent.name), ent.description, *ent.aliases]) if r]
+
+
+def entity_features(schema: MemorySchema, text: str) -> np.ndarray:
+    return np.array(
+        [
+            lexical_similarity(text, refs) if (refs := entity_references(schema, ev)) else 0.0
+            for ev in schema.event_types
+        ]
+    )
+
+
 def lexical_features(schema: MemorySchema, text: str) -> np.ndarray:
-    return np.array([lexical_similarity(text, [ev.description, *ev.examples]) for ev in schema.event_types])
+    return np.array([lexical_similarity(text, event_references(schema, ev)) for ev in schema.event_types])

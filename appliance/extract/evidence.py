@@ -206,7 +206,8 @@ class SchemaEvidence:
         for e in s.entities:
             words |= self._terms(_readable(e.name)) | {a.lower() for a in e.aliases}
             for a in e.attributes:
-                words |= self._terms(_readable(a.name))
+                # "WiFi" as written and as its parts ("wi fi"): either way it names the attribute
+                words |= self._terms(_readable(a.name)) | self._terms(a.name.lower())
         for ev in s.event_types:
             words |= self._terms(ev.label)
         words |= self._terms(s.description)
@@ -397,11 +398,8 @@ class SchemaEvidence:
             if pos < 0:
                 continue
             value = self.lang.affirmed(low, p)
-            out.append(
-                Candidate(
-                    info.attr.name, value, text[pos : pos + len(p)], pos, pos + len(p), {"bias": 1.0, "boolean": 1.0}
-                )
-            )
+            end = _word_end(low, pos + len(p)) if p.isascii() else pos + len(p)
+            out.append(Candidate(info.attr.name, value, text[pos:end], pos, end, {"bias": 1.0, "boolean": 1.0}))
             break
         return out
 
@@ -475,6 +473,13 @@ def _find_part(low: str, part: str) -> int:
         m = re.search(rf"(?<![a-z0-9]){re.escape(stem)}", low)
         return m.start() if m else -1
     return low.find(part)
+
+
+def _word_end(low: str, end: int) -> int:
+    """The end of the latin word that reaches ``end`` ("wi" in "wifi" → the end of "wifi")."""
+    while end < len(low) and (low[end].isascii() and low[end].isalnum()):
+        end += 1
+    return end
 
 
 def _find_exact(low: str, phrase: str) -> int:

@@ -43,7 +43,17 @@ from ..model.prompt import PromptParts, record_prompt
 from ..model.scoring import PriorCache, best_of, geometric_confidence, softmax
 from .candidates import Candidate as Code
 from .candidates import candidates_for, find_candidates, tag_codes
-from .events import EventEvidence, cue_features, lexical_features, support, weights_for
+from .events import (
+    EVENT_FEATURES,
+    EventEvidence,
+    cue_features,
+    event_references,
+    fill,
+    entity_features,
+    lexical_features,
+    support,
+    weights_for,
+)
 from .evidence import Candidate, SchemaEvidence, scorer
 from .examples import ExampleBank
 from .spans import find_spans
@@ -336,26 +346,18 @@ class Extractor:
             features["support"] = np.array(
                 [support(ev, filled.get(ev.entity, best_fill) if ev.entity else best_fill) for ev in s.event_types]
             )
+            threshold = scorer().threshold
+            strength = {
+                ent: sum(float(1 / (1 + np.exp(-(c.score - threshold)))) for c in values.values())
+                for ent, values in filled.items()
+            }
+            features["fill"] = fill(s, strength)
+            features["entity"] = entity_features(s, text)
             features["continues"] = np.array([float(x == hint.previous_event) for x in s.event_names])
             features["commits"] = np.array([float(ev.commits) for ev in s.event_types])
             features["taught"] = self._taught(text, hint.examples)
         else:
-            features.update(
-                {
-                    k: np.zeros(n)
-                    for k in (
-                        "lexical",
-                        "semantic",
-                        "keyword",
-                        "question",
-                        "correction",
-                        "support",
-                        "continues",
-                        "commits",
-                        "taught",
-                    )
-                }
-            )
+            features.update({k: np.zeros(n) for k in EVENT_FEATURES if k != "lm"})
         return EventEvidence(features)
 
     def _semantic(self, text: str) -> np.ndarray:
@@ -365,7 +367,9 @@ class Extractor:
             return np.zeros(n)
         try:
             if self._event_refs is None:
-                self._event_refs = [self.embedder.encode([ev.label, *ev.examples]) for ev in self.schema.event_types]
+                self._event_refs = [
+                    self.embedder.encode(event_references(self.schema, ev)) for ev in self.schema.event_types
+                ]
             v = self.embedder.encode([text])[0]
             return np.array([float(np.max(refs @ v)) for refs in self._event_refs])
         except Exception:  # noqa: BLE001 - an optional signal; the lexical one still stands

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from .language import Language
 
-__all__ = ["Token", "tokens", "search_terms", "index_terms", "cjk_pieces", "is_punct"]
+__all__ = ["Token", "tokens", "search_terms", "index_terms", "cjk_pieces", "is_punct", "stem"]
 
 _TOKEN = re.compile(
     r"[A-Za-z0-9\u00C0-\u024F]+(?:['’.\-&][A-Za-z0-9\u00C0-\u024F]+)*|[\u3400-\u9fff\uf900-\ufaff]+|[^\sA-Za-z0-9\u3400-\u9fff]"
@@ -87,11 +87,11 @@ def search_terms(text: str, stopwords: frozenset[str] = frozenset()) -> list[str
             w = tok.low.replace("’", "'")
             if w in stopwords or (len(w) < 2 and not w.isdigit()):
                 continue
-            out.append(_stem(w))
+            out.append(stem(w))
     return out
 
 
-def _stem(w: str) -> str:
+def stem(w: str) -> str:
     """A light English-ish stem ("orders" → "order", "cities" → "city") that never merges two
     different short words; other scripts pass through."""
     if not w.isascii() or len(w) <= 3 or w.isdigit():

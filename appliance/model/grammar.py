@@ -91,10 +91,18 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 class GrammarCache:
-    """Compiles schemas into ``root`` once and reuses the files while the schema is unchanged."""
+    """Compiles schemas into ``root`` once and reuses the files while the schema is unchanged.
 
-    def __init__(self, root: Path) -> None:
+    ``shipped``: grammars installed with the package (read-only, never written): a schema
+    compiled there is loaded from it; everything else is compiled into ``root``, a cache under
+    the user's home — nothing is written into the checkout at run time."""
+
+    def __init__(self, root: Path, shipped: Path | None = None, read_only: bool = False) -> None:
         self.root = Path(root)
+        self.read_only = read_only
+        self.shipped = (
+            GrammarCache(shipped, read_only=True) if shipped is not None and Path(shipped) != self.root else None
+        )
         self._memo: dict[tuple[str, str, str], Any] = {}
 
     @property
@@ -107,7 +115,8 @@ class GrammarCache:
         except (OSError, json.JSONDecodeError):
             return self._empty()
         if data.get("outlines_core") != OUTLINES_CORE_VERSION or data.get("grammar_format") != GRAMMAR_FORMAT:
-            self._prune(data)  # another outlines_core or generator wrote these: regexes may differ
+            if not self.read_only:
+                self._prune(data)  # another outlines_core or generator wrote these: regexes may differ
             return self._empty()
         return dict(data)
 
@@ -125,10 +134,21 @@ class GrammarCache:
     def compile(self, schema: MemorySchema, force: bool = False) -> CompiledGrammar:
         """Compile (or load) the record and query grammars of ``schema``."""
         start = time.perf_counter()
+        if not force and self.shipped is not None:
+            found = self.shipped.cached(schema)
+            if found is not None:
+                return found
+        found = None if force else self.cached(schema)
+        if found is not None:
+            return found
+        return self._build(schema, force, start)
+
+    def cached(self, schema: MemorySchema) -> CompiledGrammar | None:
+        """The compiled grammars of ``schema`` in this directory, or None."""
+        start = time.perf_counter()
         d = self._dir(schema)
-        manifest = self.manifest()
-        entry = manifest["schemas"].get(schema.schema_id)
-        if entry and not force:
+        entry = self.manifest()["schemas"].get(schema.schema_id)
+        if entry:
             try:
                 return CompiledGrammar(
                     schema_id=schema.schema_id,
@@ -141,7 +161,12 @@ class GrammarCache:
                     from_cache=True,
                 )
             except (OSError, json.JSONDecodeError):
-                pass  # damaged cache entry: rebuild below
+                pass  # damaged cache entry: the caller rebuilds
+        return None
+
+    def _build(self, schema: MemorySchema, force: bool, start: float) -> CompiledGrammar:
+        d = self._dir(schema)
+        manifest = self.manifest()
         rec_schema = record_json_schema(schema)
         qry_schema = query_json_schema(schema)
         rec_regex = regex_for(rec_schema)
@@ -177,13 +202,12 @@ class GrammarCache:
     def index(self, compiled: CompiledGrammar, kind: GrammarKind, vocabulary: Any, tokenizer_id: str) -> Any:
         """The outlines_core Index of ``kind`` for one tokenizer: memory, then disk, then build."""
         start = time.perf_counter()
-        index = self._index(
-            (compiled.schema_id, kind, tokenizer_id),
-            compiled.regex(kind),
-            compiled.directory / f"{kind}.{tokenizer_id}.index",
-            vocabulary,
-            kind,
-        )
+        name = f"{kind}.{tokenizer_id}.index"
+        # a shipped grammar's index is built into (and then read from) the cache, never the package
+        path = compiled.directory / name
+        if not path.is_relative_to(self.root):
+            path = self.root / compiled.directory.name / name
+        index = self._index((compiled.schema_id, kind, tokenizer_id), compiled.regex(kind), path, vocabulary, kind)
         compiled.index_seconds.setdefault(kind, time.perf_counter() - start)
         return index
 

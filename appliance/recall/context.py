@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..domain.records import Entity, MemoryRecord, RankedMemory, RecallHit, SemanticHit
+from ..domain.records import Entity, MemoryRecord, RankedMemory, RecallHit
 
 __all__ = ["summarise", "compose", "NOT_FOUND"]
 
@@ -30,20 +30,15 @@ def _memory_line(m: MemoryRecord) -> str:
     return f'{m.timestamp:%Y-%m-%d %H:%M} {m.event_type or "unparsed"}: "{m.source_text[:MAX_TEXT]}"'
 
 
-def summarise(
-    hits: Sequence[RecallHit], extra: Sequence[MemoryRecord] = (), semantic: Sequence[SemanticHit] = ()
-) -> str:
+def summarise(hits: Sequence[RecallHit], extra: Sequence[MemoryRecord] = ()) -> str:
     """The context of a structured query (no fusion): entities with their latest memories."""
-    if not hits and not extra and not semantic:
+    if not hits and not extra:
         return "No matching memories."
     lines = []
     for h in hits:
         lines.append(_entity_line(h.entity))
         lines += [f"    {_memory_line(m)}" for m in h.memories]
     lines += [f"- memory {m.memory_id[:8]} {_memory_line(m)}" for m in extra]
-    if semantic:
-        lines.append("Related (semantic):")
-        lines += [f"- [{s.score:.2f}] {_memory_line(s.memory)}" for s in semantic]
     return "\n".join(lines)
 
 

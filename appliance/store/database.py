@@ -134,6 +134,51 @@ class Database:
         with self.lock:
             self.con.execute("CHECKPOINT")
 
+    def snapshot(self, target: str | Path) -> None:
+        """Write a consistent, self-contained copy of the whole database (every table: memories,
+        entities and their timeline, merge/forget logs, migrations, indexes' data) to a new
+        file ``target``, while this connection stays open and serving: under the lock no write
+        is half-done, and the copy is one read transaction."""
+        dest = Path(target)
+        if dest.exists():
+            raise StoreError(f"{dest} exists", hint="choose a new file name (a backup never overwrites)")
+        catalog = self.fetch_one("SELECT current_database()")
+        with self.lock:
+            try:
+                self.con.execute("ATTACH ? AS appliance_snapshot", [str(dest)])
+                try:
+                    self.con.execute(
+                        f'COPY FROM DATABASE "{catalog[0] if catalog else "memory"}" TO appliance_snapshot'
+                    )
+                finally:
+                    self.con.execute("DETACH appliance_snapshot")
+            except duckdb.Error as exc:
+                for p in (dest, dest.with_name(dest.name + ".wal")):
+                    p.unlink(missing_ok=True)
+                raise StoreError(f"backup to {dest} failed: {str(exc).splitlines()[0][:200]}") from None
+        Database(dest).close()  # the copy opens as an appliance database (and is checkpointed)
+
+    def restore_from(self, source: str | Path) -> None:
+        """Fill this (empty) database with every row of the snapshot ``source`` exactly as it
+        was: ids, timestamps, entity history, logs, migrations."""
+        src = Database(source, read_only=True, create=False)
+        src.close()  # its version and tables are checked; now copy it
+        tables = [
+            r[0] for r in self.fetch("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()")
+        ]
+        with self.transaction() as con:
+            if con.execute("SELECT count(*) FROM memories").fetchone() != (0,):
+                raise StoreError(
+                    "restore needs an empty database", hint="restore into a new --db file, or move this one away"
+                )
+            con.execute("ATTACH ? AS appliance_restore (READ_ONLY)", [str(source)])
+            try:
+                for table in tables:
+                    con.execute(f'DELETE FROM "{table}"')
+                    con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM appliance_restore.main."{table}"')
+            finally:
+                con.execute("DETACH appliance_restore")
+
     def close(self) -> None:
         with self.lock:
             if self.closed:

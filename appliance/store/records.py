@@ -235,7 +235,12 @@ class RecordsRepo:
     # --- Parquet ---------------------------------------------------------------------------------
     def export_parquet(self, path: Path) -> int:
         with self.db.lock:
-            self.db.con.execute(f"COPY (SELECT * FROM memories ORDER BY ts) TO '{_sql_path(path)}' (FORMAT parquet)")
+            try:
+                self.db.con.execute(
+                    f"COPY (SELECT * FROM memories ORDER BY ts) TO '{_sql_path(path)}' (FORMAT parquet)"
+                )
+            except duckdb.Error as exc:
+                raise StoreError(f"cannot write {path}: {str(exc).splitlines()[0][:200]}") from None
             row = self.db.con.execute("SELECT count(*) FROM memories").fetchone()
         return int(row[0]) if row else 0
 

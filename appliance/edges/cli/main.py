@@ -39,7 +39,7 @@ def _app(ctx: click.Context) -> Any:
 
     o = ctx.obj
     if "app" not in o:
-        o["app"] = Appliance(schema=o["schema"], db=o["db"], model=o["model"])
+        o["app"] = Appliance(schema=o["schema"], db=o["db"], model=o["model"], create=o.get("create", True))
         ctx.call_on_close(o["app"].close)
     return o["app"]
 
@@ -57,24 +57,32 @@ def _out(data: Any, as_json: bool, text: str) -> None:
     help="Shipped schema name or a schema file; repeat to load several (each utterance is routed to one).",
 )
 @click.option("--db", type=click.Path(dir_okay=False), default=None, help="DuckDB file (default: $APPLIANCE_DB).")
+@click.option("--create", is_flag=True, help="Create the --db file if it does not exist (otherwise an error).")
 @click.option("--model", default=None, help="smollm2, gemma3-270m, or a .gguf path (default: $APPLIANCE_MODEL).")
+@click.version_option(package_name="memory-appliance", prog_name="appliance")
 @click.pass_context
-def main(ctx: click.Context, schema: tuple[str, ...], db: str | None, model: str | None) -> None:
+def main(ctx: click.Context, schema: tuple[str, ...], db: str | None, create: bool, model: str | None) -> None:
     """Offline memory appliance: schema-constrained memory for LLM agents."""
     ctx.ensure_object(dict)
-    ctx.obj.update(schema=list(schema), db=db, model=model)
+    ctx.obj.update(schema=list(schema), db=db, model=model, create=create or db is None)
 
 
 @main.command()
 @click.argument("text")
 @click.option("--session", default="default", show_default=True, help="Session the memory belongs to.")
 @click.option("--use", "use", default=None, help="Domain of the loaded schema to use (default: chosen per utterance).")
+@click.option(
+    "--at", "at", default=None, help="When TEXT was said (ISO 8601; default: now). Relative dates read against it."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the stored record as JSON.")
 @click.pass_context
 @_friendly
-def record(ctx: click.Context, text: str, session: str, use: str | None, as_json: bool) -> None:
+def record(ctx: click.Context, text: str, session: str, use: str | None, at: str | None, as_json: bool) -> None:
     """Extract a memory record from TEXT and store it."""
-    rec = _app(ctx).record(text, session_id=session, schema=use)
+    from ...domain.inputs import parse_moment
+
+    when = parse_moment(at, "--at")  # before the model loads: a bad time fails fast
+    rec = _app(ctx).record(text, session_id=session, schema=use, now=when)
     _out(rec.model_dump(mode="json"), as_json, f"{rec.status} {rec.memory_id[:8]} {rec.summary()}")
 
 
@@ -82,12 +90,18 @@ def record(ctx: click.Context, text: str, session: str, use: str | None, as_json
 @click.argument("question")
 @click.option("--session", default="default", show_default=True, help="Session to read from.")
 @click.option("--use", "use", default=None, help="Domain of the loaded schema to ask (default: chosen per question).")
+@click.option(
+    "--at", "at", default=None, help="When QUESTION is asked (ISO 8601; default: now): 'last week' reads from it."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print query, SQL and hits as JSON.")
 @click.pass_context
 @_friendly
-def recall(ctx: click.Context, question: str, session: str, use: str | None, as_json: bool) -> None:
+def recall(ctx: click.Context, question: str, session: str, use: str | None, at: str | None, as_json: bool) -> None:
     """Answer QUESTION from stored memories."""
-    res = _app(ctx).recall(question, session_id=session, schema=use)
+    from ...domain.inputs import parse_moment
+
+    when = parse_moment(at, "--at")
+    res = _app(ctx).recall(question, session_id=session, schema=use, now=when)
     _out(
         res.model_dump(mode="json"),
         as_json,
@@ -142,19 +156,83 @@ def schema_validate(file: str, as_json: bool) -> None:
         sys.exit(1)
 
 
+@schema.command("import")
+@click.argument("source")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["auto", "sgd", "jsonschema", "pydantic"]),
+    default="auto",
+    show_default=True,
+    help="SGD service schema.json, a JSON Schema file, or a pydantic model given as module:Class.",
+)
+@click.option("--service", default=None, help="Only this service of an SGD schema file.")
+@click.option("--language", "languages", multiple=True, help="Language pack(s) the schema speaks (en, zh).")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Write one <domain>.json per schema here (default: print them).",
+)
+@click.option("--force", is_flag=True, help="Overwrite existing files in --out.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@_friendly
+def schema_import(
+    source: str,
+    fmt: str,
+    service: str | None,
+    languages: tuple[str, ...],
+    out_dir: str | None,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Turn SOURCE (SGD / JSON Schema file, or module:Class) into memory schema(s), validated."""
+    from ...domain.importers import import_schema
+    from ...domain.loading import parse_schema
+
+    schemas = import_schema(source, fmt=fmt, service=service, languages=languages)
+    for data in schemas:
+        parse_schema(data)  # an importer must never emit a schema the loader refuses
+    if out_dir is None:
+        click.echo(json.dumps(schemas if len(schemas) > 1 else schemas[0], ensure_ascii=False, indent=2))
+        return
+    target = Path(out_dir)
+    target.mkdir(parents=True, exist_ok=True)
+    paths = [target / f"{data['domain']}.json" for data in schemas]
+    clashes = [str(p) for p in paths if p.exists()]
+    if clashes and not force:
+        raise click.ClickException(f"would overwrite {', '.join(clashes)}\n  hint: pass --force to replace them")
+    for p, data in zip(paths, schemas, strict=True):
+        p.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    _out(
+        {"written": [str(p) for p in paths]},
+        as_json,
+        "\n".join(f"wrote {p}" for p in paths),
+    )
+
+
 @schema.command("compile")
 @click.argument("name_or_file", default="customer_service")
 @click.option("--force", is_flag=True, help="Rebuild even if the cached grammar is current.")
+@click.option(
+    "--into",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Compile into this directory (maintainers: the package's grammars/); default: the user cache.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @_friendly
-def schema_compile(name_or_file: str, force: bool, as_json: bool) -> None:
-    """Compile a schema's record and query grammars into grammars/."""
+def schema_compile(name_or_file: str, force: bool, into: str | None, as_json: bool) -> None:
+    """Compile a schema's record and query grammars (into $APPLIANCE_HOME/grammars unless the
+    package already ships them)."""
     from ...api import resolve_schema
     from ...model.grammar import GrammarCache
 
     s = Settings.from_env()
     sch = resolve_schema(name_or_file, s.schema_dir)
-    c = GrammarCache(s.grammar_dir).compile(sch, force=force)
+    cache = GrammarCache(Path(into)) if into else GrammarCache(s.grammar_dir, shipped=s.shipped_grammar_dir)
+    c = cache.compile(sch, force=force)
     info = {
         "schema_id": c.schema_id,
         "directory": str(c.directory),
@@ -269,7 +347,14 @@ def http_api(ctx: click.Context, host: str, port: int, token: str | None) -> Non
 @click.pass_context
 @_friendly
 def demo(ctx: click.Context, session: str) -> None:
-    """Record the seed messages with the shipped model, then recall them."""
+    """Record the seed messages with the shipped model, then recall them (in a scratch database,
+    $APPLIANCE_HOME/demo.duckdb, emptied first; never your memory unless --db names it)."""
+    if ctx.obj["db"] is None:
+        scratch = Settings.from_env().home / "demo.duckdb"
+        scratch.parent.mkdir(parents=True, exist_ok=True)
+        for p in (scratch, scratch.with_name(scratch.name + ".wal")):
+            p.unlink(missing_ok=True)
+        ctx.obj["db"] = str(scratch)
     app = _app(ctx)
     click.echo(f"model: {app.status()['model']}  schema: {app.schema.domain}  db: {app.status()['db']}")
     for msg in DEMO_MESSAGES:

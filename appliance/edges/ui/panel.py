@@ -112,20 +112,21 @@ def _recall_turn(
         history.append({"role": "assistant", "content": f"Error: {exc.message} (hint: {exc.hint})"})
         return history, json.dumps({"error": exc.message}), "recall failed"
     found: list[dict[str, Any]] = [
-        {"memory_id": m.memory_id, "path": "structured", "text": m.source_text[:120]}
-        for h in res.hits
-        for m in h.memories
-    ]
-    found += [
-        {"memory_id": sh.memory.memory_id, "path": "semantic", "score": sh.score, "text": sh.memory.source_text[:120]}
-        for sh in res.semantic
+        {
+            "memory_id": r.memory.memory_id,
+            "paths": r.paths,
+            "score": round(r.score, 4),
+            "text": r.memory.source_text[:120],
+        }
+        for r in res.memories
     ]
     details = {
         "query": res.query.model_dump(mode="json"),
         "sql": res.sql,
         "params": [str(p) for p in res.params],
         "hits": len(res.hits),
-        "memories": found or "none (text search fallback)",
+        "memories": found or "none",
+        "not_found": res.not_found,
     }
     history.append({"role": "assistant", "content": res.context})
     return history, json.dumps(details, ensure_ascii=False, indent=1), "recall done"

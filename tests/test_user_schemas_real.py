@@ -1,0 +1,178 @@
+"""A user's own schemas, end to end with the shipped SmolLM2 model: one imported from an
+SGD-style service schema by ``appliance schema import`` (no keywords, no examples, no id shape)
+and one written in Chinese with Chinese entity, attribute and event names. The schemas are
+written here, not taken from any benchmark; the assertions are about values the text states."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from appliance.api import Appliance
+from appliance.domain.loading import parse_schema
+
+pytestmark = pytest.mark.real_model
+
+NOW = datetime(2026, 5, 4, 10, 0, tzinfo=UTC)
+
+SGD_STYLE = [
+    {
+        "service_name": "Dining_9",
+        "description": "Find restaurants and reserve a table",
+        "slots": [
+            {"name": "restaurant_name", "description": "Name of the restaurant", "is_categorical": False},
+            {"name": "city", "description": "City where the restaurant is located", "is_categorical": False},
+            {"name": "date", "description": "Date of the reservation", "is_categorical": False},
+            {"name": "time", "description": "Time of the reservation", "is_categorical": False},
+            {
+                "name": "party_size",
+                "description": "Number of people in the party",
+                "is_categorical": True,
+                "possible_values": ["1", "2", "3", "4", "5", "6"],
+            },
+            {"name": "cuisine", "description": "Type of food served", "is_categorical": False},
+        ],
+        "intents": [
+            {
+                "name": "FindRestaurants",
+                "description": "Search for restaurants by cuisine and city",
+                "is_transactional": False,
+                "required_slots": ["city", "cuisine"],
+                "optional_slots": {},
+                "result_slots": ["restaurant_name", "city", "cuisine"],
+            },
+            {
+                "name": "ReserveTable",
+                "description": "Reserve a table at a restaurant",
+                "is_transactional": True,
+                "required_slots": ["restaurant_name", "city", "time"],
+                "optional_slots": {"date": "today", "party_size": "2"},
+                "result_slots": ["restaurant_name", "city", "time", "date", "party_size"],
+            },
+        ],
+    }
+]
+
+CHINESE = {
+    "schema_version": "1.3",
+    "domain": "出行",
+    "languages": ["zh"],
+    "entities": {
+        "酒店": {
+            "description": "用户想住的酒店",
+            "id_attribute": None,
+            "resolution": {"session_latest": True},
+            "attributes": [
+                {"name": "名称", "kind": "string", "description": "酒店的名字"},
+                {"name": "价格", "kind": "number", "description": "每晚房价", "unit": ["元"]},
+                {"name": "WiFi", "kind": "boolean", "description": "酒店提供无线网络"},
+            ],
+        },
+        "出租车": {
+            "description": "打车出行",
+            "id_attribute": None,
+            "resolution": {"session_latest": True},
+            "attributes": [
+                {"name": "出发地", "kind": "string", "format": "place", "description": "从哪里出发"},
+                {"name": "目的地", "kind": "string", "format": "place", "description": "到哪里去"},
+            ],
+        },
+    },
+    "event_types": [
+        {"name": "找酒店", "description": "用户在找酒店", "entity": "酒店"},
+        {"name": "叫车", "description": "用户要打车", "entity": "出租车"},
+    ],
+}
+
+
+def _appliance(schema_data: dict, home: Path, engine) -> Appliance:  # type: ignore[no-untyped-def]
+    from appliance.config import Settings
+
+    settings = Settings.from_env({"APPLIANCE_HOME": str(home), "APPLIANCE_GRAMMARS": str(home / "g")})
+    return Appliance(schema=parse_schema(schema_data), db=home / "m.duckdb", model=engine, settings=settings)
+
+
+def _grounded(rec) -> None:  # type: ignore[no-untyped-def]
+    """Every stored string is a span of the message, or a normalised date/time/range of one."""
+    for name, v in rec.attributes.items():
+        if isinstance(v, str) and v not in rec.source_text:
+            assert re.fullmatch(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}|[<>]=?[\d.]+|[\d.]+-[\d.]+", v), (name, v)
+            assert rec.spans.get(name, "") in rec.source_text, (name, rec.spans)
+
+
+@pytest.fixture(scope="module")
+def dining(_shared_real_engine, tmp_path_factory):  # type: ignore[no-untyped-def]
+    from appliance.edges.cli.main import main
+
+    home = tmp_path_factory.mktemp("dining")
+    (home / "sgd.json").write_text(json.dumps(SGD_STYLE), encoding="utf-8")
+    out = CliRunner().invoke(main, ["schema", "import", str(home / "sgd.json"), "--out", str(home / "schemas")])
+    assert out.exit_code == 0, out.output
+    data = json.loads((home / "schemas" / "Dining_9.json").read_text(encoding="utf-8"))
+    a = _appliance(data, home, _shared_real_engine)
+    yield a
+    a.close()
+
+
+def test_imported_sgd_schema_records_values_and_intents(dining: Appliance) -> None:
+    find = dining.record("Can you find me a restaurant in San Jose?", session_id="d1", now=NOW)
+    book = dining.record(
+        "Book a table at Cafe Jolie for 4 people at 7:30 pm tomorrow", session_id="d1", now=NOW + timedelta(minutes=1)
+    )
+    assert find.event_type == "FindRestaurants"
+    assert find.attributes["city"] == "San Jose"
+    assert book.event_type == "ReserveTable"
+    assert book.attributes["restaurant_name"] == "Cafe Jolie"
+    assert book.attributes["time"] == "19:30"
+    assert book.attributes["date"] == "2026-05-05"
+    assert book.attributes["party_size"] in ("4", 4)
+    for rec in (find, book):
+        _grounded(rec)
+    # the session's one dining entity holds what the two messages said
+    ent = dining.list_entities(session="d1")
+    assert len(ent) == 1 and ent[0].attributes["city"] == "San Jose"
+    assert ent[0].attributes["restaurant_name"] == "Cafe Jolie"
+
+
+def test_imported_schema_answers_from_what_was_recorded(dining: Appliance) -> None:
+    dining.record("Reserve a table at Sushi Ran at 8 pm", session_id="d2", now=NOW)
+    res = dining.recall("Which restaurant did I reserve?", session_id="d2", now=NOW + timedelta(hours=1))
+    assert "Sushi Ran" in res.context
+    assert res.memories and all(m.memory.session_id == "d2" for m in res.memories)
+
+
+@pytest.fixture(scope="module")
+def chinese(_shared_real_engine, tmp_path_factory):  # type: ignore[no-untyped-def]
+    a = _appliance(CHINESE, tmp_path_factory.mktemp("zh"), _shared_real_engine)
+    yield a
+    a.close()
+
+
+def test_chinese_named_schema_fills_chinese_attributes(chinese: Appliance) -> None:
+    taxi = chinese.record("帮我叫一辆出租车，从北京京仪大酒店到聚宝源(牛街总店)", session_id="z1", now=NOW)
+    assert (taxi.event_type, taxi.entity_type) == ("叫车", "出租车")
+    assert taxi.attributes["出发地"] == "北京京仪大酒店"
+    assert taxi.attributes["目的地"] == "聚宝源(牛街总店)"
+    hotel = chinese.record("我想找一家有WiFi的酒店，价格在400-500元", session_id="z2", now=NOW)
+    assert (hotel.event_type, hotel.entity_type) == ("找酒店", "酒店")
+    assert hotel.attributes["价格"] == "400-500"  # a range stays a range
+    assert hotel.spans["价格"] == "400-500元"  # beside the text it was read from
+    assert hotel.attributes["WiFi"] is True
+    for rec in (taxi, hotel):
+        _grounded(rec)
+
+
+def test_chinese_names_are_safe_in_queries_and_recall(chinese: Appliance) -> None:
+    chinese.record("帮我叫一辆出租车，从天坛公园到北京南站", session_id="z3", now=NOW)
+    q = chinese.query(
+        {"entity_type": "出租车", "filters": [{"field": "目的地", "op": "eq", "value": "北京南站"}]}, session_id="z3"
+    )
+    assert [h.entity.attributes["出发地"] for h in q.hits] == ["天坛公园"]
+    assert "目的地" not in q.sql  # attribute names are parameters, never SQL text
+    res = chinese.recall("我打车去哪里？", session_id="z3", now=NOW + timedelta(minutes=5))
+    assert "北京南站" in res.context

@@ -33,7 +33,7 @@ from .domain.loading import load_schema, parse_schema
 from .domain.records import Entity, MemoryRecord, RecallQuery, RecallResult, Relationship
 from .domain.schema import MemorySchema
 from .domain.validation import check_fields, check_record
-from .errors import InputError, QueryError, SchemaError, StoreError
+from .errors import AccessDenied, InputError, NotFoundError, QueryError, SchemaError, StoreError
 from .extract.examples import ExampleBank
 from .extract.extractor import ExtractMode, Extractor, SessionHint
 from .extract.routing import SchemaChoice, choose_schema
@@ -357,10 +357,16 @@ class Appliance:
 
     # --- recall -----------------------------------------------------------------------
     def recall(
-        self, question: Any, session_id: str = "default", schema: str | None = None, now: datetime | None = None
+        self,
+        question: Any,
+        session_id: str = "default",
+        schema: str | None = None,
+        now: datetime | None = None,
+        across_sessions: bool = True,
     ) -> RecallResult:
         """Answer a question from memory (``now``: when it is asked; relative dates in it — "last
-        week" — are read against it)."""
+        week" — are read against it). ``across_sessions=False`` (a caller holding one session's
+        key) refuses a question that asks across sessions instead of answering it."""
         question = clean_text(question, "question")
         session_id = clean_session(session_id)
         now = now or datetime.now(UTC)
@@ -368,6 +374,7 @@ class Appliance:
         self._index_backlog()
         with self._lock:
             parsed = self.parser_for(sch).parse(question, now)
+        _check_scope(parsed.query is not None and parsed.query.all_sessions, across_sessions)
         return self.recaller.recall(sch, parsed, question, session_id, now)
 
     def _index_backlog(self) -> None:
@@ -384,6 +391,7 @@ class Appliance:
         session_id: str = "default",
         question: str = "",
         schema: str | None = None,
+        across_sessions: bool = True,
     ) -> RecallResult:
         """Run a structured query directly (agents that skip the model)."""
         sch = self.schema_for("", schema)[0] if schema is not None else self.schema
@@ -392,6 +400,7 @@ class Appliance:
         except ValidationError as exc:
             err = exc.errors()[0]
             raise QueryError(f"invalid query at {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        _check_scope(q.all_sessions, across_sessions)
         return self.recaller.query(sch, q, clean_session(session_id), question)
 
     # --- reading ------------------------------------------------------------------------
@@ -658,7 +667,14 @@ class Appliance:
     ) -> list[Decision]:
         return self.lifecycle.forget(dry_run=dry_run, session_id=session_id, now=now)
 
+    def has_session(self, session_id: str) -> bool:
+        return bool(self.store.records.page(session=clean_session(session_id), limit=1))
+
     def end_session(self, session_id: str, dry_run: bool = False) -> list[Decision]:
+        """Mark a stored session ended and apply its forgetting policies; a session with no
+        memory is not stored, so ending it is an error rather than a false "ended"."""
+        if not self.has_session(session_id):
+            raise NotFoundError(f"no session {session_id[:60]!r}", hint="list sessions with /memories or `list`")
         return self.lifecycle.end_session(session_id, dry_run=dry_run)
 
     def plan_migration(self, target: MemorySchema, spec: MigrationSpec | dict[str, Any]) -> MigrationPlan:
@@ -705,6 +721,11 @@ class Appliance:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_scope(all_sessions: bool, allowed: bool) -> None:
+    if all_sessions and not allowed:
+        raise AccessDenied("asking across sessions needs an admin key", hint="ask within your own session")
 
 
 def memory_terms_of(text: str, attributes: dict[str, Any], entity_id: str | None = None) -> list[str]:

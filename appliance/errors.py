@@ -8,6 +8,9 @@ HTTP) print ``message`` and ``hint`` and never a traceback.
     │   ├── SchemaError           malformed / inconsistent memory schema
     │   ├── InputError            unusable utterance or question (empty, binary, too long)
     │   ├── QueryError            structured query names unknown fields / bad operators
+    │   ├── NotFoundError         the named memory, entity or session is not stored
+    │   ├── Unauthenticated       no key, or a key nobody issued (network edges)
+    │   ├── AccessDenied          a valid key asking for what it may not do
     │   └── StaleUpdateError      optimistic-lock conflict: entity changed since it was read
     ├── ModelError                the local model is missing, corrupt or misbehaved
     │   ├── ModelNotFoundError
@@ -26,6 +29,9 @@ __all__ = [
     "SchemaError",
     "InputError",
     "QueryError",
+    "NotFoundError",
+    "Unauthenticated",
+    "AccessDenied",
     "StaleUpdateError",
     "ModelError",
     "ModelNotFoundError",
@@ -65,6 +71,18 @@ class InputError(UserError):
 
 class QueryError(UserError):
     default_hint = "use fields declared in the schema and ops eq/contains/gt/lt/in"
+
+
+class NotFoundError(UserError):
+    """The named memory, entity or session is not stored."""
+
+
+class Unauthenticated(UserError):
+    """No key, or a key nobody issued (HTTP 401)."""
+
+
+class AccessDenied(UserError):
+    """A valid key asking for what it may not do (HTTP 403)."""
 
 
 class StaleUpdateError(UserError):

@@ -4,9 +4,15 @@ import pytest
 from fastapi.testclient import TestClient
 
 from appliance.api import Appliance
-from appliance.edges.http import build_http, serve_http
+from appliance.edges.access import AccessPolicy, Grant
+from appliance.edges.http import build_http, guarded, serve_http
 from appliance.errors import UserError
 from appliance.testing import FakeEngine
+
+
+def client(app: Appliance, policy: AccessPolicy | None = None) -> TestClient:
+    """The API as served: behind the guard, reached as http://localhost."""
+    return TestClient(guarded(build_http(app, policy or AccessPolicy()), app), base_url="http://localhost")
 
 
 @pytest.fixture
@@ -17,7 +23,7 @@ def app(settings):  # type: ignore[no-untyped-def]
 
 
 def test_record_query_and_openapi(app: Appliance) -> None:
-    c = TestClient(build_http(app))
+    c = client(app)
     r = c.post("/record", json={"text": "order 4567 is late", "session_id": "a"})
     assert r.status_code == 200 and r.json()["source_text"] == "order 4567 is late"
     q = c.post("/query", json={"query": {"entity_type": "Order"}, "session_id": "a"})
@@ -28,7 +34,7 @@ def test_record_query_and_openapi(app: Appliance) -> None:
 
 
 def test_errors_are_json_not_tracebacks(app: Appliance) -> None:
-    c = TestClient(build_http(app))
+    c = client(app)
     r = c.post("/record", json={"text": "   "})
     assert r.status_code == 400 and r.json()["error"] and "hint" in r.json()
     bad = c.post(
@@ -38,10 +44,12 @@ def test_errors_are_json_not_tracebacks(app: Appliance) -> None:
 
 
 def test_token_required_when_set(app: Appliance) -> None:
-    c = TestClient(build_http(app, token="s3cret"))
+    c = client(app, AccessPolicy({"s3cret-s3cret-s3cret": Grant("admin", admin=True)}))
     assert c.get("/health").status_code == 401
     assert c.get("/health", headers={"Authorization": "Bearer wrong"}).status_code == 401
-    assert c.get("/health", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+    assert c.get("/health", headers={"Authorization": "s3cret-s3cret-s3cret"}).status_code == 401  # Bearer required
+    assert c.get("/openapi.json").status_code == 401  # the API description is behind the key too
+    assert c.get("/health", headers={"Authorization": "Bearer s3cret-s3cret-s3cret"}).status_code == 200
 
 
 def test_public_bind_needs_a_token(app: Appliance) -> None:
@@ -50,10 +58,10 @@ def test_public_bind_needs_a_token(app: Appliance) -> None:
 
 
 def test_lifecycle_endpoints(app: Appliance) -> None:
-    c = TestClient(build_http(app))
+    c = client(app)
     for _ in range(3):
         assert c.post("/record", json={"text": "order 4567 is late", "session_id": "a"}).status_code == 200
-    assert c.post("/compact", json={"min_records": 3, "dry_run": True}).json()[0]["records"] == 3
+    assert c.post("/compact", json={"min_records": 3, "dry_run": True}).json()[0]["records"] == 3  # local user: admin
     assert c.post("/forget", json={}).json() == []  # nothing old enough; a dry run anyway
     assert c.get("/merges").json() == []
     assert c.post("/sessions/a/end", params={"dry_run": True}).status_code == 200
@@ -65,7 +73,7 @@ def test_lifecycle_endpoints(app: Appliance) -> None:
 
 
 def test_record_and_recall_take_the_message_time(app: Appliance) -> None:
-    c = TestClient(build_http(app))
+    c = client(app)
     r = c.post("/record", json={"text": "order 4567 is late", "session_id": "t", "at": "2023-05-08T13:56:00+02:00"})
     assert r.status_code == 200 and r.json()["timestamp"] == "2023-05-08T13:56:00+02:00"
     bad = c.post("/record", json={"text": "order 4567 is late", "at": "last tuesday"})

@@ -22,17 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Settings
-from ..errors import InputError, UserError
+from ..errors import AccessDenied, InputError, Unauthenticated
 
 __all__ = ["Grant", "AccessPolicy", "AccessDenied", "Unauthenticated"]
-
-
-class Unauthenticated(UserError):
-    """No key, or a key nobody issued (HTTP 401)."""
-
-
-class AccessDenied(UserError):
-    """A valid key asking for what it may not do (HTTP 403)."""
 
 
 @dataclass(frozen=True)

@@ -18,21 +18,35 @@ from ..store import MemoryStore, check_integrity
 
 __all__ = ["CrashReport", "run_crash_check"]
 
-# The child records through the real facade (FakeEngine: the model is not what is tested)
-# and prints each memory id only after add_record returned, i.e. after COMMIT.
+# The child records through the real facade and prints each memory id only after record()
+# returned, i.e. after COMMIT. ``fake``: a FakeEngine and no semantic index (fast, many kills);
+# ``real``: the real record path — the shipped model, the sentence encoder's vectors, entity
+# resolution, two schemas routed per utterance.
 CHILD = r"""
-import sys
+import os, sys
 from appliance.api import Appliance
 from appliance.config import Settings
 from appliance.testing import FakeEngine
-db, grammars = sys.argv[1], sys.argv[2]
-s = Settings.from_env({"APPLIANCE_HOME": grammars, "APPLIANCE_GRAMMARS": grammars, "APPLIANCE_SEMANTIC": "off"})
-app = Appliance(db=db, model=FakeEngine(preferences={"Order": 5.0}), settings=s)
+db, grammars, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+if mode == "real":
+    s = Settings.from_env({**os.environ, "APPLIANCE_HOME": grammars})
+    app = Appliance(db=db, schema=["customer_service", "travel_assistant"], settings=s)
+    app.warm_up()
+else:
+    s = Settings.from_env({"APPLIANCE_HOME": grammars, "APPLIANCE_GRAMMARS": grammars, "APPLIANCE_SEMANTIC": "off"})
+    app = Appliance(db=db, model=FakeEngine(preferences={"Order": 5.0}), settings=s)
+texts = [
+    "order {n} for user U-{u}, paid {i} yuan",
+    "订单{n}还没发货，我要退款",
+    "I booked flight MU{n} to Paris for next Monday",
+    "order {n} arrived broken, I want a refund",
+]
 print("READY", flush=True)
 i = 0
 while True:
     i += 1
-    rec = app.record(f"order {40000 + i % 50} for user U-{i % 7}, paid {i} yuan", session_id="crash")
+    text = texts[i % len(texts) if mode == "real" else 0].format(n=40000 + i % 50, u=i % 7, i=i)
+    rec = app.record(text, session_id="crash")
     print(rec.memory_id, flush=True)
 """
 
@@ -49,8 +63,12 @@ class CrashReport:
         return f"{self.kills} kills, {self.acknowledged} acknowledged records, {self.lost} lost, {self.corrupt} corrupt"
 
 
-def run_crash_check(workdir: Path, kills: int, seed: int = 0, max_delay: float = 0.6) -> CrashReport:
-    """Start, kill -9 at a random moment, verify; repeat ``kills`` times on one database."""
+def run_crash_check(
+    workdir: Path, kills: int, seed: int = 0, max_delay: float | None = None, real: bool = False
+) -> CrashReport:
+    """Start, kill -9 at a random moment, verify; repeat ``kills`` times on one database
+    (``real``: the shipped model's whole record path, see ``CHILD``)."""
+    max_delay = max_delay if max_delay is not None else (10.0 if real else 0.6)
     rng = random.Random(seed)
     db = workdir / "crash.duckdb"
     report = CrashReport(problems=[])
@@ -58,7 +76,7 @@ def run_crash_check(workdir: Path, kills: int, seed: int = 0, max_delay: float =
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     for _ in range(kills):
         proc = subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(db), str(workdir / "g")],
+            [sys.executable, "-c", CHILD, str(db), str(workdir / "g"), "real" if real else "fake"],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

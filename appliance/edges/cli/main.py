@@ -44,6 +44,18 @@ def _app(ctx: click.Context) -> Any:
     return o["app"]
 
 
+def _warm(ctx: click.Context) -> Any:
+    """The running server that holds this database (``appliance http``), if any: the command
+    then talks to it instead of loading the model or failing on the database lock."""
+    from ..client import find_server
+
+    o = ctx.obj
+    if "warm" not in o:
+        settings = Settings.from_env()
+        o["warm"] = find_server(Path(o["db"]) if o["db"] else settings.db_path, settings.token)
+    return o["warm"]
+
+
 def _out(data: Any, as_json: bool, text: str) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str) if as_json else text)
 
@@ -80,9 +92,14 @@ def main(ctx: click.Context, schema: tuple[str, ...], db: str | None, create: bo
 def record(ctx: click.Context, text: str, session: str, use: str | None, at: str | None, as_json: bool) -> None:
     """Extract a memory record from TEXT and store it."""
     from ...domain.inputs import parse_moment
+    from ...domain.records import MemoryRecord
 
     when = parse_moment(at, "--at")  # before the model loads: a bad time fails fast
-    rec = _app(ctx).record(text, session_id=session, schema=use, now=when)
+    if (warm := _warm(ctx)) is not None:
+        body = {"text": text, "session_id": session, "schema_name": use, "at": at}
+        rec = MemoryRecord.model_validate(warm.call("POST", "/record", body))
+    else:
+        rec = _app(ctx).record(text, session_id=session, schema=use, now=when)
     _out(rec.model_dump(mode="json"), as_json, f"{rec.status} {rec.memory_id[:8]} {rec.summary()}")
 
 
@@ -99,9 +116,14 @@ def record(ctx: click.Context, text: str, session: str, use: str | None, at: str
 def recall(ctx: click.Context, question: str, session: str, use: str | None, at: str | None, as_json: bool) -> None:
     """Answer QUESTION from stored memories."""
     from ...domain.inputs import parse_moment
+    from ...domain.records import RecallResult
 
     when = parse_moment(at, "--at")
-    res = _app(ctx).recall(question, session_id=session, schema=use, now=when)
+    if (warm := _warm(ctx)) is not None:
+        body = {"question": question, "session_id": session, "schema_name": use, "at": at}
+        res = RecallResult.model_validate(warm.call("POST", "/recall", body))
+    else:
+        res = _app(ctx).recall(question, session_id=session, schema=use, now=when)
     _out(
         res.model_dump(mode="json"),
         as_json,
@@ -121,7 +143,12 @@ def query(ctx: click.Context, query_json: str, session: str, as_json: bool) -> N
         q = json.loads(query_json)
     except json.JSONDecodeError as exc:
         raise click.ClickException(f"QUERY_JSON is not JSON: {exc}") from None
-    res = _app(ctx).query(q, session_id=session)
+    from ...domain.records import RecallResult
+
+    if (warm := _warm(ctx)) is not None:
+        res = RecallResult.model_validate(warm.call("POST", "/query", {"query": q, "session_id": session}))
+    else:
+        res = _app(ctx).query(q, session_id=session)
     _out(res.model_dump(mode="json"), as_json, f"sql: {res.sql}\nparams: {res.params}\n{res.context}")
 
 
@@ -285,17 +312,82 @@ def db_status(ctx: click.Context, as_json: bool) -> None:
     "--format",
     "fmt",
     type=click.Choice(["jsonl", "parquet"]),
-    default="jsonl",
-    show_default=True,
-    help="Output format.",
+    default=None,
+    help="Output format (default: from PATH's extension, .jsonl or .parquet).",
 )
+@click.option("--force", is_flag=True, help="Overwrite PATH if it exists.")
 @click.pass_context
 @_friendly
-def export(ctx: click.Context, path: str, fmt: str) -> None:
-    """Write every stored record to PATH."""
-    app = _app(ctx)
-    n = app.export_jsonl(Path(path)) if fmt == "jsonl" else app.export_parquet(Path(path))
+def export(ctx: click.Context, path: str, fmt: str | None, force: bool) -> None:
+    """Write every stored record to PATH (never overwrites without --force)."""
+    if (warm := _warm(ctx)) is not None:
+        kind = fmt or {".parquet": "parquet"}.get(Path(path).suffix.lower(), "jsonl")
+        size = warm.download(f"/export?format={kind}", Path(path), force=force)
+        click.echo(f"exported {size} bytes to {path} (from the running server)")
+        return
+    n = _app(ctx).export(path, fmt=fmt, force=force)
     click.echo(f"exported {n} records to {path}")
+
+
+@main.command("backup")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.pass_context
+@_friendly
+def backup(ctx: click.Context, path: str) -> None:
+    """Write a consistent snapshot of the whole database to PATH (a new file), also while a
+    server holds it; `appliance --db NEW --create restore PATH` brings it back exactly."""
+    if (warm := _warm(ctx)) is not None:
+        size = warm.download("/backup", Path(path))
+        click.echo(f"backup of the running server written to {path} ({size} bytes)")
+        return
+    done = _app(ctx).backup(path)
+    click.echo(f"backup written to {done['path']} ({done['bytes']} bytes, {done['memories']} memories)")
+
+
+@main.command("restore")
+@click.argument("snapshot", type=click.Path(exists=True, dir_okay=False))
+@click.pass_context
+@_friendly
+def restore(ctx: click.Context, snapshot: str) -> None:
+    """Fill an empty database (--db NEW --create) from a backup SNAPSHOT, exactly as it was."""
+    counts = _app(ctx).restore(snapshot)
+    click.echo("restored " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+
+
+@main.command("delete")
+@click.argument("memory_id")
+@click.pass_context
+@_friendly
+def delete(ctx: click.Context, memory_id: str) -> None:
+    """Delete one memory by its id."""
+    if (warm := _warm(ctx)) is not None:
+        warm.call("DELETE", f"/memories/{memory_id}")
+    elif not _app(ctx).delete_record(memory_id):
+        raise click.ClickException(f"no memory {memory_id}")
+    click.echo(f"deleted {memory_id}")
+
+
+@main.command("edit")
+@click.argument("memory_id")
+@click.option("--set", "changes", required=True, help='Fields to change as JSON, e.g. \'{"state": "shipped"}\'.')
+@click.option("--json", "as_json", is_flag=True, help="Print the edited record as JSON.")
+@click.pass_context
+@_friendly
+def edit(ctx: click.Context, memory_id: str, changes: str, as_json: bool) -> None:
+    """Change one memory's fields; the result must still fit the schema."""
+    from ...domain.records import MemoryRecord
+
+    try:
+        fields = json.loads(changes)
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"--set is not JSON: {exc}") from None
+    if not isinstance(fields, dict):
+        raise click.ClickException("--set must be a JSON object of field → value")
+    if (warm := _warm(ctx)) is not None:
+        rec = MemoryRecord.model_validate(warm.call("PATCH", f"/memories/{memory_id}", {"changes": fields}))
+    else:
+        rec = _app(ctx).edit_record(memory_id, fields)
+    _out(rec.model_dump(mode="json"), as_json, f"{rec.status} {rec.memory_id[:8]} {rec.summary()}")
 
 
 @main.command("import")
@@ -318,28 +410,50 @@ def import_(ctx: click.Context, path: str) -> None:
 @click.pass_context
 @_friendly
 def serve(ctx: click.Context, host: str, port: int, auth: str | None) -> None:
-    """Start the offline Gradio panel."""
-    from ..ui.panel import launch
+    """Start the offline Gradio panel (stops cleanly on SIGTERM/SIGINT)."""
+    from ..http import guarded
+    from ..serving import require_key_beyond_loopback, serve_asgi
+    from ..ui.panel import panel_asgi
 
-    if host not in ("127.0.0.1", "localhost", "::1") and not auth:
-        raise click.ClickException(f"refusing to bind {host} without --auth user:password")
+    require_key_beyond_loopback(host, bool(auth), "pass --auth user:password or bind 127.0.0.1")
     creds = tuple(auth.split(":", 1)) if auth else None
     app = _app(ctx)
     app.warm_up()  # the panel answers its first message as fast as the next
-    launch(app, host=host, port=port, auth=creds)  # type: ignore[arg-type]
+    serve_asgi(guarded(panel_asgi(app, creds), app, host), app, host, port, "panel")  # type: ignore[arg-type]
 
 
 @main.command("http")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
 @click.option("--port", default=8765, show_default=True, help="Port.")
-@click.option("--token", default=None, envvar="APPLIANCE_TOKEN", help="Bearer token; required beyond loopback.")
 @click.pass_context
 @_friendly
-def http_api(ctx: click.Context, host: str, port: int, token: str | None) -> None:
-    """Serve the local HTTP API (OpenAPI at /openapi.json)."""
+def http_api(ctx: click.Context, host: str, port: int) -> None:
+    """Serve the local HTTP API until SIGTERM/SIGINT (OpenAPI at /openapi.json).
+
+    Keys come from APPLIANCE_TOKEN / APPLIANCE_TOKEN_FILE (one admin key) or APPLIANCE_KEYS_FILE
+    (keys scoped to sessions); binding beyond loopback needs one."""
     from ..http import serve_http
 
-    serve_http(_app(ctx), host=host, port=port, token=token)
+    serve_http(_app(ctx), host=host, port=port)
+
+
+@main.command("mcp")
+@click.option("--http", "over_http", is_flag=True, help="Streamable HTTP at /mcp instead of stdio.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (--http).")
+@click.option("--port", default=8766, show_default=True, help="Port (--http).")
+@click.pass_context
+@_friendly
+def mcp_server(ctx: click.Context, over_http: bool, host: str, port: int) -> None:
+    """Serve the appliance to MCP clients (desktop agents): stdio by default, or --http.
+
+    Tools: record, recall, query, list_entities, get_entity, edit_memory, delete_memory, forget;
+    resources: the loaded schemas and each session's entities."""
+    from ..mcp_server import serve_mcp_http, serve_mcp_stdio
+
+    if over_http:
+        serve_mcp_http(_app(ctx), host=host, port=port)
+    else:
+        serve_mcp_stdio(_app(ctx))
 
 
 @main.command()
@@ -377,14 +491,18 @@ def demo(ctx: click.Context, session: str) -> None:
 @main.command("crash-check")
 @click.option("--kills", default=50, show_default=True, help="How many SIGKILLs to deliver.")
 @click.option("--seed", default=0, show_default=True, help="Random seed for kill timing.")
-def crash_check(kills: int, seed: int) -> None:
-    """Kill a recording process KILLS times with SIGKILL and verify the database each time."""
+@click.option(
+    "--real/--fake", default=True, show_default=True, help="The shipped model's record path, or a fake model."
+)
+def crash_check(kills: int, seed: int, real: bool) -> None:
+    """Kill a recording process KILLS times with SIGKILL and verify the database each time
+    (default: the real record path — model, vectors, resolution, two schemas)."""
     import tempfile
 
     from ..crashcheck import run_crash_check
 
     with tempfile.TemporaryDirectory() as d:
-        report = run_crash_check(Path(d), kills=kills, seed=seed)
+        report = run_crash_check(Path(d), kills=kills, seed=seed, real=real)
     click.echo(report.line())
     for p in report.problems or []:
         click.echo(f"  {p}", err=True)

@@ -24,6 +24,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 __all__ = [
     "build_ui",
     "launch",
+    "panel_asgi",
     "is_question",
     "chat_turn",
     "chat_stream",
@@ -383,24 +384,38 @@ def build_ui(app: Appliance) -> Any:
     return ui
 
 
+def _theme() -> Any:
+    import gradio as gr
+
+    return gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
+
+
 def launch(
     app: Appliance, host: str = "127.0.0.1", port: int = 7860, auth: tuple[str, str] | None = None, block: bool = True
 ) -> Any:
-    import gradio as gr
-
-    theme = gr.themes.Default(
-        font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"]
-    )
+    """Gradio's own server, for use inside a Python process (notebooks, tests); the command
+    ``appliance serve`` runs ``panel_asgi`` behind the Host guard with a graceful stop."""
     ui = build_ui(app)
     ui.launch(
         server_name=host,
         server_port=port,
         share=False,
         auth=auth,
-        theme=theme,
+        theme=_theme(),
         ssr_mode=False,
         prevent_thread_lock=not block,
         footer_links=[],
         show_error=False,
     )
     return ui
+
+
+def panel_asgi(app: Appliance, auth: tuple[str, str] | None = None) -> Any:
+    """The panel as an ASGI application (Gradio mounted on FastAPI at ``/``)."""
+    import gradio as gr
+    from fastapi import FastAPI
+
+    root = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    return gr.mount_gradio_app(
+        root, build_ui(app), path="", auth=auth, theme=_theme(), ssr_mode=False, footer_links=[], show_error=False
+    )

@@ -1,0 +1,72 @@
+"""One error contract for every HTTP error: ``{"error": …, "hint": …}`` with the status that
+says whose fault it is. Messages name the field and the problem, never echo the input back
+(a 100 MB body must not come back as a 100 MB error)."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from ...errors import (
+    AccessDenied,
+    ApplianceError,
+    ModelError,
+    NotFoundError,
+    StaleUpdateError,
+    StoreLockedError,
+    Unauthenticated,
+    UserError,
+)
+
+__all__ = ["install_error_contract", "status_of"]
+
+log = logging.getLogger("appliance.http")
+
+
+def status_of(exc: ApplianceError) -> int:
+    for kind, status in (
+        (Unauthenticated, 401),
+        (AccessDenied, 403),
+        (NotFoundError, 404),
+        (StaleUpdateError, 409),
+        (UserError, 400),
+        (ModelError, 503),
+        (StoreLockedError, 503),
+    ):
+        if isinstance(exc, kind):
+            return status
+    return 500
+
+
+def _json(status: int, error: str, hint: str = "", headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": error, "hint": hint}, status_code=status, headers=headers)
+
+
+def install_error_contract(api: FastAPI) -> None:
+    @api.exception_handler(ApplianceError)
+    async def _appliance(_: Request, exc: ApplianceError) -> JSONResponse:
+        status = status_of(exc)
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        return _json(status, exc.message, exc.hint, headers)
+
+    @api.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = []
+        for err in exc.errors()[:5]:
+            where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+            problems.append(f"{where}: {err.get('msg', 'invalid')}")
+        return _json(400, "invalid request: " + "; ".join(problems), "see /openapi.json for the request shapes")
+
+    @api.exception_handler(HTTPException)
+    async def _http(_: Request, exc: HTTPException) -> JSONResponse:
+        hint = "see /openapi.json for the endpoints" if exc.status_code in (404, 405) else ""
+        return _json(exc.status_code, str(exc.detail), hint)
+
+    @api.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error")  # the trace goes to the server log, not the caller
+        return _json(500, "internal error", "the server log has the details; nothing was half-written")

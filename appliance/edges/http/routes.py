@@ -1,0 +1,210 @@
+"""The HTTP API's endpoints: each checks the caller's grant (``edges/access.py``) for the session
+it touches, then calls the ``Appliance`` facade. Sessions are the access boundary: a key scoped to
+some sessions cannot read, list, change or forget anything outside them; listing without a
+session and asking across sessions need an admin key. Every listed row names its session."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from fastapi import Depends, FastAPI, Header
+from fastapi.responses import FileResponse
+from pydantic import BaseModel, Field
+from starlette.background import BackgroundTask
+
+from ...api import Appliance
+from ...domain.inputs import parse_moment
+from ...domain.loading import schema_problems
+from ...domain.records import MemoryRecord, RecallQuery, RecallResult
+from ...errors import NotFoundError
+from ..access import AccessPolicy, Grant
+
+__all__ = ["add_routes"]
+
+TEXT_LIMIT = 20_000
+
+
+class RecordIn(BaseModel):
+    text: str = Field(max_length=TEXT_LIMIT)
+    session_id: str = "default"
+    schema_name: str | None = Field(default=None, description="loaded schema domain; default: chosen per text")
+    at: str | None = Field(default=None, description="when the text was said, ISO 8601 (default: now)")
+    request_id: str | None = Field(
+        default=None, max_length=200, description="client id of this request: a retry returns the stored record"
+    )
+
+
+class RecallIn(BaseModel):
+    question: str = Field(max_length=TEXT_LIMIT)
+    session_id: str = "default"
+    schema_name: str | None = None
+    at: str | None = Field(default=None, description="when the question is asked, ISO 8601 (default: now)")
+
+
+class CompactIn(BaseModel):
+    entity_type: str | None = None
+    min_records: int | None = Field(default=None, ge=2)
+    session_id: str | None = Field(default=None, description="required unless the key is an admin")
+    dry_run: bool = False
+
+
+class ForgetIn(BaseModel):
+    apply: bool = False  # default is a dry run
+    session_id: str | None = Field(default=None, description="required unless the key is an admin")
+
+
+class QueryIn(BaseModel):
+    query: RecallQuery
+    session_id: str = "default"
+
+
+class EditIn(BaseModel):
+    changes: dict[str, Any] = Field(description="fields to change: attributes, state, entity_id, status, …")
+
+
+def add_routes(api: FastAPI, app: Appliance, policy: AccessPolicy) -> None:
+    def grant(authorization: str | None = Header(default=None)) -> Grant:
+        return policy.grant_for(authorization)
+
+    def owned(memory_id: str, who: Grant) -> MemoryRecord:
+        rec = app.get_record(memory_id)
+        if rec is None or not who.may_use(rec.session_id):  # another session's memory is not even named
+            raise NotFoundError(f"no memory {memory_id}")
+        return rec
+
+    @api.get("/health")
+    def health(who: Grant = Depends(grant)) -> dict[str, Any]:
+        status = app.status()
+        return {"ok": True, **(status if who.admin else {"schema": status["schema"]})}
+
+    @api.get("/openapi.json", include_in_schema=False)
+    def openapi(_: Grant = Depends(grant)) -> dict[str, Any]:
+        return api.openapi()
+
+    @api.post("/record")
+    def record(body: RecordIn, who: Grant = Depends(grant)) -> MemoryRecord:
+        session = who.check_session(body.session_id)
+        return app.record(
+            body.text,
+            session_id=session,
+            schema=body.schema_name,
+            now=parse_moment(body.at),
+            request_id=body.request_id,
+        )
+
+    @api.post("/recall")
+    def recall(body: RecallIn, who: Grant = Depends(grant)) -> RecallResult:
+        return app.recall(
+            body.question,
+            session_id=who.check_session(body.session_id),
+            schema=body.schema_name,
+            now=parse_moment(body.at),
+            across_sessions=who.admin,
+        )
+
+    @api.post("/query")
+    def query(body: QueryIn, who: Grant = Depends(grant)) -> RecallResult:
+        return app.query(body.query, session_id=who.check_session(body.session_id), across_sessions=who.admin)
+
+    @api.get("/memories")
+    def memories(
+        session_id: str | None = None,
+        search: str = "",
+        limit: int = 50,
+        offset: int = 0,
+        who: Grant = Depends(grant),
+    ) -> list[MemoryRecord]:
+        scope = who.scope(session_id, "listing memories")
+        return app.list_records(session=scope, search=search, limit=min(max(limit, 1), 500), offset=max(offset, 0))
+
+    @api.get("/memories/{memory_id}")
+    def get_memory(memory_id: str, who: Grant = Depends(grant)) -> MemoryRecord:
+        return owned(memory_id, who)
+
+    @api.patch("/memories/{memory_id}")
+    def edit_memory(memory_id: str, body: EditIn, who: Grant = Depends(grant)) -> MemoryRecord:
+        owned(memory_id, who)
+        if "session_id" in body.changes:
+            who.check_session(str(body.changes["session_id"]))
+        return app.edit_record(memory_id, body.changes)
+
+    @api.delete("/memories/{memory_id}")
+    def delete_memory(memory_id: str, who: Grant = Depends(grant)) -> dict[str, Any]:
+        rec = owned(memory_id, who)
+        app.delete_record(rec.memory_id)
+        return {"deleted": rec.memory_id, "session_id": rec.session_id}
+
+    @api.get("/entities")
+    def entities(session_id: str | None = None, limit: int = 200, who: Grant = Depends(grant)) -> list[dict[str, Any]]:
+        scope = who.scope(session_id, "listing entities")
+        return [e.model_dump(mode="json") for e in app.list_entities(session=scope, limit=min(max(limit, 1), 1000))]
+
+    @api.get("/merges")
+    def merges(session_id: str | None = None, who: Grant = Depends(grant)) -> list[dict[str, Any]]:
+        return app.list_merges(who.scope(session_id, "listing merges"))
+
+    @api.get("/schema")
+    def schema(_: Grant = Depends(grant)) -> dict[str, Any]:
+        return {
+            "schema_id": app.schema.schema_id,
+            "schema": app.schema.to_json_dict(),
+            "loaded": {d: x.schema_id for d, x in app.schemas.items()},
+        }
+
+    @api.post("/schema/validate")
+    def validate(raw: dict[str, Any], _: Grant = Depends(grant)) -> dict[str, Any]:
+        problems = schema_problems(raw)
+        return {"valid": not problems, "problems": problems}
+
+    @api.post("/compact")
+    def compact(body: CompactIn, who: Grant = Depends(grant)) -> list[dict[str, Any]]:
+        scope = who.scope(body.session_id, "compacting")
+        return app.compact(body.entity_type, body.min_records, scope, dry_run=body.dry_run)
+
+    @api.post("/forget")
+    def forget(body: ForgetIn, who: Grant = Depends(grant)) -> list[dict[str, Any]]:
+        scope = who.scope(body.session_id, "forgetting")
+        return [d.__dict__ for d in app.forget(dry_run=not body.apply, session_id=scope)]
+
+    @api.post("/sessions/{session_id}/end")
+    def end_session(session_id: str, dry_run: bool = False, who: Grant = Depends(grant)) -> list[dict[str, Any]]:
+        return [d.__dict__ for d in app.end_session(who.check_session(session_id), dry_run=dry_run)]
+
+    @api.get("/backup")
+    def backup(who: Grant = Depends(grant)) -> FileResponse:
+        """A consistent snapshot of the whole database, taken while serving (admin only)."""
+        who.check_admin("a backup")
+        folder = Path(tempfile.mkdtemp(prefix="appliance-backup-"))
+        target = folder / "memory-backup.duckdb"
+        app.backup(target)
+        return _download(folder, target)
+
+    @api.get("/export")
+    def export(format: str = "jsonl", who: Grant = Depends(grant)) -> FileResponse:
+        """Every record as JSONL or Parquet (admin only)."""
+        who.check_admin("an export")
+        folder = Path(tempfile.mkdtemp(prefix="appliance-export-"))
+        target = folder / f"memories.{format}"
+        try:
+            app.export(target, fmt=format)
+        except Exception:
+            _remove(folder)
+            raise
+        return _download(folder, target)
+
+
+def _remove(folder: Path) -> None:
+    for p in folder.iterdir():
+        p.unlink(missing_ok=True)
+    folder.rmdir()
+
+
+def _download(folder: Path, target: Path) -> FileResponse:
+    return FileResponse(
+        target,
+        media_type="application/octet-stream",
+        filename=target.name,
+        background=BackgroundTask(_remove, folder),
+    )

@@ -1,0 +1,114 @@
+"""`appliance mcp` driven by the official MCP client over stdio (a subprocess, as a desktop agent
+starts it) and over streamable HTTP, with the shipped model underneath."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+pytestmark = pytest.mark.real_model
+
+
+def _payload(result: Any) -> Any:
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        data = result.structured_content
+        return data.get("result", data) if isinstance(data, dict) and set(data) == {"result"} else data
+    return json.loads(result.content[0].text)
+
+
+async def _exercise(session: Any) -> None:
+    await session.initialize()
+    tools = {t.name for t in (await session.list_tools()).tools}
+    assert {"record", "recall", "query", "list_entities", "get_entity", "edit_memory", "delete_memory"} <= tools
+    en = _payload(await session.call_tool("record", {"text": "Order 55501 arrived broken", "session_id": "m"}))
+    assert en["entity_type"] == "Order" and en["entity_id"] == "55501"
+    zh = _payload(
+        await session.call_tool(
+            "record", {"text": "订单44144还没发货，我要退款", "session_id": "m", "at": "2026-11-30T10:00:00Z"}
+        )
+    )
+    assert zh["entity_id"] == "44144" and zh["timestamp"].startswith("2026-11-30")
+    found = _payload(
+        await session.call_tool("recall", {"question": "What happened to order 55501?", "session_id": "m"})
+    )
+    assert "55501" in found["context"] and not found["not_found"]
+    missing = _payload(await session.call_tool("recall", {"question": "Where is order 99999?", "session_id": "m"}))
+    assert missing["not_found"]
+    entities = _payload(await session.call_tool("list_entities", {"session_id": "m"}))
+    assert {e["id"] for e in entities} >= {"55501", "44144"}
+    bad = await session.call_tool("record", {"text": "   ", "session_id": "m"})
+    assert bad.is_error and "empty" in bad.content[0].text
+    bad_id = await session.call_tool("delete_memory", {"memory_id": "../../etc/passwd"})
+    assert bad_id.is_error and "hint" in bad_id.content[0].text
+    schemas = await session.read_resource("appliance://schemas")
+    assert "customer_service" in json.loads(schemas.contents[0].text)
+
+
+def _env(home: Path) -> dict[str, str]:
+    return {**os.environ, "APPLIANCE_HOME": str(home), "OMP_WAIT_POLICY": "PASSIVE"}
+
+
+def test_mcp_over_stdio_with_the_real_client(tmp_path: Path) -> None:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "appliance", "--db", str(tmp_path / "m.duckdb"), "--create", "mcp"],
+        env=_env(tmp_path / "home"),
+    )
+
+    async def main() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await _exercise(session)
+
+    anyio.run(main)
+    # the client closed stdin: the server closed the database, the file alone holds both records
+    from appliance.store import MemoryStore
+
+    with MemoryStore(tmp_path / "m.duckdb") as store:
+        assert len(store.records.ids()) == 2
+
+
+def test_mcp_over_streamable_http_behind_the_guard(tmp_path: Path) -> None:
+    import httpx
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "appliance", "--db", str(tmp_path / "m.duckdb"), "--create", "mcp", "--http"]
+        + ["--port", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(tmp_path / "home"),
+    )
+    try:
+        assert proc.stderr is not None
+        deadline = time.time() + 180
+        while time.time() < deadline and "ready on" not in proc.stderr.readline():
+            assert proc.poll() is None, proc.stderr.read()
+        url = f"http://127.0.0.1:{port}/mcp"
+        evil = httpx.post(url, headers={"Host": "attacker.example"}, json={})
+        assert evil.status_code == 421
+
+        async def main() -> None:
+            async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1]) as session:
+                await _exercise(session)
+
+        anyio.run(main)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)

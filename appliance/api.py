@@ -412,11 +412,23 @@ class Appliance:
     ) -> list[MemoryRecord]:
         return self.store.records.page(session=session, search=search, limit=limit, offset=offset, status=status)
 
+    def record_by_request(self, session_id: str, request_id: str) -> MemoryRecord | None:
+        """The record stored under a client's id (``record(request_id=...)``) in a session."""
+        return self.store.records.by_request(clean_session(session_id), clean_session(request_id, "request_id"))
+
+    def sessions(self, prefix: str = "", limit: int = 1000) -> list[str]:
+        """Session ids that hold memories (those starting with ``prefix``)."""
+        return self.store.records.sessions(prefix, limit)
+
     def list_entities(self, session: str | None = None, limit: int = 200) -> list[Entity]:
         return self.store.entities.page(session=session, limit=limit)
 
     def get_entity(self, session: str, etype: str, eid: str) -> Entity | None:
         return self.store.entities.get(session, etype, eid)
+
+    def entity_memories(self, session: str, etype: str, eid: str, limit: int = 50) -> list[MemoryRecord]:
+        """The latest memories about one entity, newest first."""
+        return self.store.records.for_entities(session, [(etype, eid)], limit).get((etype, eid), [])
 
     def entity_history(self, session: str, etype: str, eid: str) -> list[dict[str, Any]]:
         return self.store.entities.history(session, etype, eid)
@@ -668,7 +680,7 @@ class Appliance:
         return self.lifecycle.forget(dry_run=dry_run, session_id=session_id, now=now)
 
     def has_session(self, session_id: str) -> bool:
-        return bool(self.store.records.page(session=clean_session(session_id), limit=1))
+        return self.store.records.session_exists(clean_session(session_id))
 
     def end_session(self, session_id: str, dry_run: bool = False) -> list[Decision]:
         """Mark a stored session ended and apply its forgetting policies; a session with no

@@ -112,10 +112,12 @@ def test_chat_records_and_memories_shows_it(page) -> None:  # type: ignore[no-un
     page.locator("#chat-input textarea").fill("你好，我昨天买的手机订单尾号4567还没发货")
     page.locator("#chat-send").click()
     page.get_by_text("Recorded (").first.wait_for(timeout=120_000)
-    page.locator("#chat-input textarea").fill("我的订单尾号4567怎么样了？")
-    page.locator("#chat-send").click()
     from playwright.sync_api import expect
 
+    # the send clears the box after the answer shows: typing before that would be wiped
+    expect(page.locator("#chat-input textarea")).to_have_value("", timeout=30_000)
+    page.locator("#chat-input textarea").fill("我的订单尾号4567怎么样了？")
+    page.locator("#chat-send").click()
     expect(page.locator("#chat-details")).to_contain_text("SELECT", timeout=120_000)
     expect(page.locator("#chat-details")).to_contain_text("4567")
     _shot(page, "chat.png")
@@ -144,4 +146,35 @@ def test_schema_edit_shows_error_then_recompiles(page) -> None:  # type: ignore[
     page.locator("#schema-compile").click()
     page.locator("#schema-verdict").get_by_text("compiled travel_assistant").wait_for(timeout=60_000)
     _shot(page, "schema.png")
+    assert page.outside_requests == []
+
+
+def test_entity_graph_and_timeline_open_an_entitys_memories(page) -> None:  # type: ignore[no-untyped-def]
+    """Whatever schema the earlier tests left loaded: the recorded message shows on the
+    timeline, its entity in the graph, and a click on a node lists that entity's memories."""
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Chat").click()
+    page.locator("#chat-details").wait_for()
+    session = page.get_by_label("Session").first
+    session.fill("graph-test")
+    recorded = page.get_by_text("Recorded (")
+    before = recorded.count()
+    page.locator("#chat-input textarea").fill(
+        "I booked hotel booking HB-7731 in Rome for 120 euros, and order 98765 arrived broken"
+    )
+    page.locator("#chat-send").click()
+    expect(recorded).to_have_count(before + 1, timeout=120_000)  # this message, not an earlier one
+    page.get_by_role("tab", name="Graph & timeline").click()
+    page.locator("#pic-session textarea, #pic-session input").first.fill("graph-test")
+    page.locator("#pic-draw").click()
+    expect(page.locator("#timeline svg")).to_contain_text("HB-7731", timeout=60_000)
+    node = page.locator("#entity-graph .entity-node").first
+    node.wait_for(timeout=30_000)
+    entity_id = (node.get_attribute("data-entity") or "").split("\u241f")[-1]
+    assert entity_id
+    node.click()
+    expect(page.locator("#entity-picked")).to_contain_text(entity_id, timeout=30_000)
+    expect(page.locator("#entity-memories")).to_contain_text(entity_id)
+    _shot(page, "graph.png")
     assert page.outside_requests == []

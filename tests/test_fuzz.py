@@ -158,3 +158,81 @@ def test_fuzzed_panel_edits(app: Appliance, changes: dict[str, Any]) -> None:
 
 def test_shipped_schema_file_fuzz_free() -> None:
     assert parse_schema((SCHEMAS / "customer_service.json").read_text()).domain == "customer_service"
+
+
+# --- the network edges and import ---------------------------------------------------------------
+HTTP_ROUTES = [
+    ("POST", "/record"),
+    ("POST", "/recall"),
+    ("POST", "/query"),
+    ("POST", "/forget"),
+    ("POST", "/compact"),
+    ("POST", "/schema/validate"),
+    ("PATCH", "/memories/0123456789abcdef0123456789abcdef"),
+]
+
+
+@FUZZ
+@given(
+    route=st.sampled_from(HTTP_ROUTES),
+    body=st.one_of(
+        json_values,
+        st.dictionaries(
+            st.sampled_from(["text", "question", "session_id", "at", "request_id", "query", "changes", "apply"]),
+            json_values | st.sampled_from(HOSTILE),
+            max_size=4,
+        ),
+    ),
+)
+def test_fuzzed_http_bodies(app: Appliance, route: tuple[str, str], body: Any) -> None:
+    """Every body gets an answer under the error contract; none a 500 or a traceback."""
+    from fastapi.testclient import TestClient
+
+    from appliance.edges.access import AccessPolicy
+    from appliance.edges.http import build_http, guarded
+
+    client = TestClient(guarded(build_http(app, AccessPolicy()), app), base_url="http://localhost")
+    res = client.request(route[0], route[1], json=body)
+    assert res.status_code < 500, res.text
+    if res.status_code >= 400:
+        assert set(res.json()) == {"error", "hint"}
+
+
+@FUZZ
+@given(lines=st.lists(st.one_of(st.text(max_size=80), json_values.map(json.dumps)), max_size=6))
+def test_fuzzed_import_lines(app: Appliance, tmp_path_factory: pytest.TempPathFactory, lines: list[str]) -> None:
+    """Import refuses what is not a valid record, line by line; nothing it stores is invalid."""
+    path = tmp_path_factory.mktemp("imp") / "in.jsonl"
+    path.write_text("\n".join(line.replace("\n", " ") for line in lines) + "\n", encoding="utf-8", errors="replace")
+    before = app.store.records.ids()
+    n, problems = app.import_jsonl(path)
+    assert n >= 0 and all(p.startswith("line ") for p in problems)  # each refusal names its line
+    for memory_id in app.store.records.ids() - before:
+        _valid(app, memory_id)
+
+
+@FUZZ
+@given(
+    tool=st.sampled_from(["record", "recall", "query", "list_entities", "get_entity", "edit_memory", "delete_memory"]),
+    args=st.dictionaries(
+        st.sampled_from(["text", "question", "session_id", "at", "query", "memory_id", "changes", "entity_type"]),
+        json_values | st.sampled_from(HOSTILE),
+        max_size=4,
+    ),
+)
+def test_fuzzed_mcp_tool_calls(app: Appliance, tool: str, args: dict[str, Any]) -> None:
+    """Every MCP tool call ends as a result or a tool error, never a crash of the server."""
+    import anyio
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from appliance.edges.mcp_server import build_mcp
+
+    server = build_mcp(app)
+
+    async def call() -> None:
+        try:
+            await server.call_tool(tool, args)
+        except ToolError as exc:
+            assert str(exc)
+
+    anyio.run(call)

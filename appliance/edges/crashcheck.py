@@ -18,12 +18,14 @@ from ..store import MemoryStore, check_integrity
 
 __all__ = ["CrashReport", "run_crash_check"]
 
+DEMO = Path(__file__).parent / "cli" / "demo.json"  # the real child records the demo's messages (EN, ZH)
+
 # The child records through the real facade and prints each memory id only after record()
 # returned, i.e. after COMMIT. ``fake``: a FakeEngine and no semantic index (fast, many kills);
 # ``real``: the real record path — the shipped model, the sentence encoder's vectors, entity
 # resolution, two schemas routed per utterance.
 CHILD = r"""
-import os, sys
+import json, os, sys
 from appliance.api import Appliance
 from appliance.config import Settings
 from appliance.testing import FakeEngine
@@ -35,17 +37,12 @@ if mode == "real":
 else:
     s = Settings.from_env({"APPLIANCE_HOME": grammars, "APPLIANCE_GRAMMARS": grammars, "APPLIANCE_SEMANTIC": "off"})
     app = Appliance(db=db, model=FakeEngine(preferences={"Order": 5.0}), settings=s)
-texts = [
-    "order {n} for user U-{u}, paid {i} yuan",
-    "订单{n}还没发货，我要退款",
-    "I booked flight MU{n} to Paris for next Monday",
-    "order {n} arrived broken, I want a refund",
-]
+texts = json.loads(open(sys.argv[4], encoding="utf-8").read())["messages"] if mode == "real" else []
 print("READY", flush=True)
 i = 0
 while True:
     i += 1
-    text = texts[i % len(texts) if mode == "real" else 0].format(n=40000 + i % 50, u=i % 7, i=i)
+    text = texts[i % len(texts)] if texts else f"order {40000 + i % 50} for user U-{i % 7}, paid {i} yuan"
     rec = app.record(text, session_id="crash")
     print(rec.memory_id, flush=True)
 """
@@ -76,7 +73,7 @@ def run_crash_check(
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     for _ in range(kills):
         proc = subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(db), str(workdir / "g"), "real" if real else "fake"],
+            [sys.executable, "-c", CHILD, str(db), str(workdir / "g"), "real" if real else "fake", str(DEMO)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

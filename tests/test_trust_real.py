@@ -94,3 +94,17 @@ def test_crash_check_on_the_real_record_path(tmp_path: Path) -> None:
     report = run_crash_check(tmp_path, kills=2, seed=3, real=True)
     assert report.kills == 2 and report.acknowledged > 0
     assert report.lost == 0 and report.corrupt == 0, report.problems
+
+
+def test_the_demo_never_touches_the_users_memory(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    home = tmp_path / "home"
+    monkeypatch.setenv("APPLIANCE_HOME", str(home))
+    monkeypatch.delenv("APPLIANCE_DB", raising=False)
+    for _ in range(2):  # a second demo starts from an empty scratch database again
+        res = CliRunner().invoke(main, ["demo"])
+        assert res.exit_code == 0, res.output
+    assert not (home / "memory.duckdb").exists()
+    with MemoryStore(home / "demo.duckdb") as store:
+        from appliance.edges.cli.main import DEMO_MESSAGES
+
+        assert len(store.records.ids()) == len(DEMO_MESSAGES)

@@ -1,6 +1,7 @@
 """One ranking from several recall channels: weighted reciprocal-rank fusion.
 
-Each channel (structured query, matched entities, time range, lexical BM25, semantic vectors)
+Each channel (structured query, matched entities, asked attribute, time range, lexical BM25,
+semantic vectors)
 returns memories in its own order. A memory's fused score is the sum over the channels that
 found it of ``weight / (K + rank)``; every memory appears once, with every path that found it.
 RRF needs no score calibration between channels (BM25 scores and cosines do not compare); the
@@ -18,6 +19,7 @@ K = 60
 CHANNEL_WEIGHTS: dict[str, float] = {
     "structured": 1.0,
     "entity": 1.0,
+    "attribute": 1.0,  # memories holding a value of the asked attribute
     "time": 1.0,
     "lexical": 1.0,
     "semantic": 1.0,

@@ -94,6 +94,8 @@ class RecallService:
                 for e in named[:3]
                 if (e.type, e.id) not in known
             ]
+        if facts.attributes:
+            channels["attribute"] = self.store.records.holding(scope, facts.attributes, CHANNEL_DEPTH)
         if facts.range is not None:
             channels["time"] = self.store.days.within(scope, facts.range[0], facts.range[1], limit=CHANNEL_DEPTH)
         channels["lexical"] = [m for m, _ in self.store.lexical.search(scope, facts.terms, CHANNEL_DEPTH, facts.range)]

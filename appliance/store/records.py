@@ -174,6 +174,21 @@ class RecordsRepo:
         params = [etype, eid] + ([session] if session else [])
         return self._where(where, params, limit=limit)
 
+    def holding(self, session: str | None, attributes: Sequence[tuple[str, str]], limit: int = 30) -> list[str]:
+        """Memories whose record holds a value of one of ``attributes`` ((entity type, name)),
+        newest first: the answer to "what is the city the journey starts from?" is a memory
+        that filled ``origin_city``."""
+        if not attributes:
+            return []
+        where, params = session_clause("session_id", session)
+        cond = " OR ".join("(entity_type = ? AND json_extract_string(attributes, ?) IS NOT NULL)" for _ in attributes)
+        args = [p for etype, name in attributes for p in (etype, f'$."{name}"')]  # schema-checked names
+        rows = self.db.fetch(
+            f"SELECT memory_id FROM memories WHERE ({cond}){where} ORDER BY ts DESC LIMIT ?",
+            [*args, *params, limit],
+        )
+        return [r[0] for r in rows]
+
     def for_entities(
         self, session: str | None, keys: Sequence[tuple[str, str]], per_entity: int = 3
     ) -> dict[tuple[str, str], list[MemoryRecord]]:

@@ -69,11 +69,14 @@ class WarmClient:
             raise InputError(f"no directory {target.parent}", hint="create it first")
         tmp = target.with_name(f".{target.name}.part")
         size = 0
-        with self._open("GET", path, None, 600.0) as resp, tmp.open("wb") as fh:
-            while chunk := resp.read(1 << 20):
-                fh.write(chunk)
-                size += len(chunk)
-        tmp.replace(target)
+        try:
+            with self._open("GET", path, None, 600.0) as resp, tmp.open("wb") as fh:
+                while chunk := resp.read(1 << 20):
+                    fh.write(chunk)
+                    size += len(chunk)
+            tmp.replace(target)
+        finally:
+            tmp.unlink(missing_ok=True)  # a failed download leaves no half file
         return size
 
     def _send(self, method: str, path: str, body: Any, timeout: float) -> bytes:

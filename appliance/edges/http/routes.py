@@ -178,7 +178,11 @@ def add_routes(api: FastAPI, app: Appliance, policy: AccessPolicy) -> None:
         who.check_admin("a backup")
         folder = Path(tempfile.mkdtemp(prefix="appliance-backup-"))
         target = folder / "memory-backup.duckdb"
-        app.backup(target)
+        try:
+            app.backup(target)
+        except Exception:
+            _remove(folder)
+            raise
         return _download(folder, target)
 
     @api.get("/export")

@@ -448,6 +448,11 @@ def main() -> None:
                     for r in results
                     if r.misses or r.intent != r.turn.intent
                 ]
+            # each configuration's rows and misses as soon as they exist: a run stopped during the
+            # (slow) peer keeps the per-schema numbers
+            print("\n".join(table), file=sys.stderr, flush=True)
+            if args.errors is not None:
+                args.errors.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in errors))
         if args.peer:
             peer = run_peer(turns, schemas, path)
             s = summary(peer)

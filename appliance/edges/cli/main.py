@@ -56,6 +56,14 @@ def _warm(ctx: click.Context) -> Any:
     return o["warm"]
 
 
+def _json_arg(raw: str, name: str) -> Any:
+    """A command-line value that must be JSON, or one clear error naming the option."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"{name} is not JSON: {exc}") from None
+
+
 def _out(data: Any, as_json: bool, text: str) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str) if as_json else text)
 
@@ -139,10 +147,7 @@ def recall(ctx: click.Context, question: str, session: str, use: str | None, at:
 @_friendly
 def query(ctx: click.Context, query_json: str, session: str, as_json: bool) -> None:
     """Run a structured recall query given as JSON (no model involved)."""
-    try:
-        q = json.loads(query_json)
-    except json.JSONDecodeError as exc:
-        raise click.ClickException(f"QUERY_JSON is not JSON: {exc}") from None
+    q = _json_arg(query_json, "QUERY_JSON")
     from ...domain.records import RecallResult
 
     if (warm := _warm(ctx)) is not None:
@@ -377,10 +382,7 @@ def edit(ctx: click.Context, memory_id: str, changes: str, as_json: bool) -> Non
     """Change one memory's fields; the result must still fit the schema."""
     from ...domain.records import MemoryRecord
 
-    try:
-        fields = json.loads(changes)
-    except json.JSONDecodeError as exc:
-        raise click.ClickException(f"--set is not JSON: {exc}") from None
+    fields = _json_arg(changes, "--set")
     if not isinstance(fields, dict):
         raise click.ClickException("--set must be a JSON object of field → value")
     if (warm := _warm(ctx)) is not None:

@@ -114,8 +114,17 @@ def question_facts(schema: MemorySchema, question: str, now: datetime) -> Questi
     if ranges:
         facts.range = (min(r[0] for r in ranges), max(r[1] for r in ranges))
     asked = set(facts.terms)
+    attribute_terms = _attribute_terms(schema)
+    # a word shared by many attributes ("when", "什么") says little about which one is asked:
+    # each matched word counts 1 / (the number of attributes it names)
+    spread: dict[str, int] = {}
+    for _, _, terms in attribute_terms:
+        for t in terms:
+            spread[t] = spread.get(t, 0) + 1
     scored = [
-        (len(asked & terms), etype, attr, terms) for etype, attr, terms in _attribute_terms(schema) if asked & terms
+        (round(sum(1 / spread[t] for t in asked & terms), 6), etype, attr, terms)
+        for etype, attr, terms in attribute_terms
+        if asked & terms
     ]
     if scored:
         top = max(s[0] for s in scored)

@@ -22,9 +22,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from ..domain.records import Entity, RankedMemory, RecallHit, RecallQuery, RecallResult
+from ..domain.records import Entity, MemoryRecord, RankedMemory, RecallHit, RecallQuery, RecallResult
 from ..domain.schema import MemorySchema
 from ..extract.spans import find_spans
+from ..lang import has_cjk
 from ..lang.segment import index_terms
 from ..model.embed import Embedder
 from ..store import MemoryStore
@@ -145,7 +146,11 @@ class RecallService:
         """What the question asks that nothing stored holds ("" when something may answer it):
         a name or code that matches nothing, or a content word no memory holds ("dog") while no
         memory is close in meaning either."""
-        missing = [k for k in facts.keys if k not in matched_keys and not self._held(scope, k)]
+        found = {k for k in facts.keys if k in matched_keys or self._held(scope, k)}
+        # CJK readings of one word end together ("家宠物医院", "宠物医院"): one found is enough
+        missing = [
+            k for k in facts.keys if k not in found and not any(o != k and k.endswith(o) and has_cjk(o) for o in found)
+        ]
         if missing:
             return f"nothing stored about {', '.join(repr(k) for k in missing)}."
         absent = [w for w in facts.residual if not any(self._held(scope, x) for x in w.split("|"))]
@@ -160,11 +165,12 @@ class RecallService:
     def _lacking(
         self, schema: MemorySchema, facts: QuestionFacts, named: list[Entity], scope: str | None, now: datetime
     ) -> str:
-        """A named entity's asked value of a recognisable kind (a phone number, an e-mail, a
-        date) that neither the entity holds nor any of its memories states: "What is Priya's
-        phone number?" when no memory about Priya holds a phone number."""
-        if not named or not facts.attributes:
-            return ""
+        """A subject's asked value of a recognisable kind (a phone number, an e-mail, a date) that
+        no memory about the subject states: "What is Priya's phone number?" when no memory about
+        Priya holds a phone number. The subjects are the stored entities the question names and,
+        for names no entity carries, the memories whose text holds the name."""
+        if len(facts.attributes) != 1:
+            return ""  # no attribute, or a generic word ("when") several attributes share
         typed = {
             (t, a.name): a
             for t, name in facts.attributes
@@ -173,21 +179,38 @@ class RecallService:
         }
         if not typed:
             return ""
+        if any(e.attributes.get(name) not in (None, "") for e in named for _, name in typed):
+            return ""
+        subjects: dict[str, list[MemoryRecord]] = {}
+        entity_memories = self.store.records.for_entities(scope, [(e.type, e.id) for e in named[:3]], per_entity=30)
+        for e in named[:3]:
+            subjects[e.id] = entity_memories.get((e.type, e.id), [])
+        asked = set(facts.attribute_terms)
+        named_words = {t for e in named for t in index_terms(e.id)}
+        for key in [*facts.keys, *facts.pieces]:
+            terms = index_terms(key)
+            if not terms or set(terms) & asked or set(terms) <= named_words:
+                continue  # a word of the question naming the attribute, or a name already resolved
+            ids = self.store.lexical.holding(scope, terms, limit=30)
+            if ids:
+                subjects[key] = self.store.records.by_ids(ids)
+        if not subjects:
+            return ""
         kinds = {"phone", "email"} | (
             {"date"} if any(a.kind in ("date", "datetime") for a in typed.values()) else set()
         )
-        if any(e.attributes.get(name) not in (None, "") for e in named for _, name in typed):
-            return ""
-        memories = self.store.records.for_entities(scope, [(e.type, e.id) for e in named[:3]], per_entity=30)
-        words = set(facts.attribute_terms)
-        for recs in memories.values():
-            for m in recs:
-                spans = find_spans(schema.language, m.source_text, now)
-                for sp in spans:
-                    if sp.kind in kinds and (sp.kind != "date" or words & set(index_terms(m.source_text))):
-                        return ""
+        # a memory about the subject that names the attribute ("his birthday gift") may be what the
+        # question is after; so may a phone number or an e-mail address (a date without the word
+        # is not: "dinner with Jonas yesterday" says nothing of Jonas's birthday)
+        naming = {t for t in asked if len(t) > 1}
+        for memories in subjects.values():
+            for m in memories:
+                if naming & set(index_terms(m.source_text)):
+                    return ""
+                if any(sp.kind in kinds - {"date"} for sp in find_spans(schema.language, m.source_text, now)):
+                    return ""
         names = ", ".join(sorted({a.name for a in typed.values()}))
-        return f"no {names} stored for {', '.join(e.id for e in named[:3])}."
+        return f"no {names} stored for {', '.join(subjects)}."
 
     def _held(self, scope: str | None, text: str) -> bool:
         """Whether one memory holds every term of ``text``."""

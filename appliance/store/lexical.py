@@ -111,6 +111,19 @@ class LexicalRepo:
         )
         return row is not None
 
+    def holding(self, session: str | None, terms: Sequence[str], limit: int = 30) -> list[str]:
+        """The ids of up to ``limit`` memories of ``session`` that hold every one of ``terms``."""
+        unique = sorted(set(terms))
+        if not unique:
+            return []
+        where, params = session_clause("session_id", session)
+        rows = self.db.fetch(
+            f"SELECT memory_id FROM lexical_terms WHERE term IN (SELECT unnest(?)){where} "
+            "GROUP BY memory_id HAVING count(DISTINCT term) = ? ORDER BY memory_id LIMIT ?",
+            [unique, *params, len(unique), limit],
+        )
+        return [r[0] for r in rows]
+
     def document_frequency(self, session: str | None, terms: Sequence[str]) -> dict[str, int]:
         """How many of the session's memories hold each term (0 for absent terms)."""
         unique = sorted(set(terms))

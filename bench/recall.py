@@ -190,22 +190,33 @@ def slot_question(description: str) -> str:
     return f"What is the {d[0].lower() + d[1:]}?" if d else "What was it?"
 
 
-def run_sgd(app_factory: Any, embedder: Any, n: int, seed: int) -> tuple[list[Outcome], list[Outcome], list[Outcome]]:
+def run_sgd(
+    app_factory: Any, embedder: Any, n: int, seed: int, keep: Path | None = None
+) -> tuple[list[Outcome], list[Outcome], list[Outcome]]:
+    """``keep``: as for ``run_conv``, one database (and turn map) per dialogue, for read-path runs."""
     services = {s["service_name"]: s for s in json.loads((SHARED / "sgd-dev" / "schema.json").read_text())}
     schemas = {k: parse_schema(from_sgd(v)) for k, v in services.items()}
     dialogues = [json.loads(line) for line in (SHARED / "sgd-dev" / "dialogues.jsonl").read_text().splitlines()]
     random.Random(seed).shuffle(dialogues)
     app_out, bm_out, dense_out = [], [], []
     for d in dialogues[:n]:
-        app = app_factory([schemas[s] for s in d["services"]])
-        texts: dict[str, str] = {}
-        turn_of: dict[str, str] = {}
+        kept_map = keep / f"{d['dialogue']}.turns.json" if keep else None
+        if keep is not None and kept_map is not None and not kept_map.exists():
+            for stale in keep.glob(f"{d['dialogue']}.duckdb*"):  # a run stopped mid-dialogue
+                stale.unlink()
+        app = app_factory([schemas[s] for s in d["services"]], keep / f"{d['dialogue']}.duckdb" if keep else None)
         start = datetime(2026, 3, 1, 9, tzinfo=UTC)
         users = [t["utterance"] for t in d["turns"] if t["speaker"] == "USER"]
-        for i, text in enumerate(users, 1):
-            rec = app.record(text, session_id=d["dialogue"], now=start + timedelta(minutes=i))
-            turn_of[rec.memory_id] = f"t{i}"
-            texts[f"t{i}"] = text
+        texts = {f"t{i}": text for i, text in enumerate(users, 1)}
+        if kept_map is not None and kept_map.exists():
+            turn_of: dict[str, str] = json.loads(kept_map.read_text(encoding="utf-8"))
+        else:
+            turn_of = {}
+            for i, text in enumerate(users, 1):
+                rec = app.record(text, session_id=d["dialogue"], now=start + timedelta(minutes=i))
+                turn_of[rec.memory_id] = f"t{i}"
+            if kept_map is not None:
+                kept_map.write_text(json.dumps(turn_of), encoding="utf-8")
         bm25, dense = BM25(texts), Dense(texts, embedder)
         for service, slots in d["final_slots"].items():
             descriptions = {s["name"]: s["description"] for s in services[service]["slots"]}
@@ -250,7 +261,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--model", default="smollm2")
     ap.add_argument("--misses", type=Path, help="write the appliance's misses here (JSON lines)")
-    ap.add_argument("--keep", type=Path, help="conv: keep/reuse recorded databases here (read-path iteration)")
+    ap.add_argument("--keep", type=Path, help="keep/reuse recorded databases here (read-path iteration)")
     args = ap.parse_args()
     engine = LlamaCppEngine(resolve_model_path(args.model, PROJECT_ROOT / "models"))
     embedder = shared_embedder("use3")
@@ -278,7 +289,11 @@ def main() -> None:
                 return r in o.q.gold
 
         else:
-            app, bm, dense = run_sgd(factory, embedder, args.dialogues, args.seed)
+            if args.keep:
+                (args.keep / "sgd").mkdir(parents=True, exist_ok=True)
+            app, bm, dense = run_sgd(
+                factory, embedder, args.dialogues, args.seed, args.keep / "sgd" if args.keep else None
+            )
 
             def hit(o: Outcome, r: str) -> bool:
                 return r in o.q.gold

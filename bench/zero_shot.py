@@ -20,7 +20,7 @@ scored ones), and the naive peer — one outlines JSON-Schema call per turn with
 on the same turns in the same run.
 
 Run: .venv/bin/python bench/zero_shot.py [--set sgd,crosswoz] [--sample 300 | --all] [--k 0,5]
-     [--peer] [--model smollm2] [--errors FILE] [--fit FILE]
+     [--peer] [--model smollm2] [--errors FILE [--every]]
 """
 
 from __future__ import annotations
@@ -393,6 +393,7 @@ def main() -> None:
     ap.add_argument("--model", default="smollm2")
     ap.add_argument("--encoder", default="use3")
     ap.add_argument("--errors", type=Path, help="write each turn's misses here (JSON lines)")
+    ap.add_argument("--every", action="store_true", help="with --errors: write every turn, right ones too")
     args = ap.parse_args()
     path = resolve_model_path(args.model, PROJECT_ROOT / "models")
     engine = LlamaCppEngine(path)
@@ -443,10 +444,12 @@ def main() -> None:
                         "gold_intent": r.turn.intent,
                         "intent": r.intent,
                         "status": r.status,
+                        "confidence": r.confidence,
+                        "wrong": wrong(r),
                         "misses": r.misses,
                     }
                     for r in results
-                    if r.misses or r.intent != r.turn.intent
+                    if args.every or r.misses or r.intent != r.turn.intent
                 ]
             # each configuration's rows and misses as soon as they exist: a run stopped during the
             # (slow) peer keeps the per-schema numbers

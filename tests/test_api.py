@@ -123,3 +123,23 @@ def test_backfill_embeds_imported_records(settings, tmp_path) -> None:  # type: 
     hybrid = Appliance(db=tmp_path / "q.duckdb", model=FakeEngine(), settings=settings, embedder=FakeEmbedder())
     hybrid.import_jsonl(tmp_path / "x.jsonl")
     assert hybrid.store.vectors.missing() == []
+
+
+def test_a_turn_is_found_by_the_words_of_the_turn_before_it(settings) -> None:  # type: ignore[no-untyped-def]
+    """A reply or a pronoun ("she takes it strong") carries the words said one turn earlier in the
+    same conversation, so the lexical channel finds it by the name said there — but not across a
+    long pause, and never from another session."""
+    from datetime import UTC, datetime, timedelta
+
+    app = Appliance(db=settings.home / "c.duckdb", model=FakeEngine(), settings=settings, embedder=None)
+    t0 = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
+    app.record("my wife Margaret loves tea", "a", now=t0)
+    reply = app.record("she takes it strong with no sugar", "a", now=t0 + timedelta(minutes=1))
+    late = app.record("sugar prices went up", "a", now=t0 + timedelta(days=2))
+    app.record("Margaret from accounting called", "b", now=t0 + timedelta(minutes=2))
+    app.record("no sugar for me", "b", now=t0 + timedelta(minutes=3))
+    found = [m for m, _ in app.store.lexical.search("a", ["margaret", "sugar"], 10)]
+    assert found[0] == reply.memory_id  # the only memory with both words, one of them inherited
+    assert app.store.lexical.holding("a", ["margaret", "sugar"]) == [reply.memory_id]
+    assert late.memory_id in found  # found by its own word only
+    app.close()

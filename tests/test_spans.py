@@ -99,3 +99,19 @@ def test_is_question_english_and_chinese() -> None:
     tells = ["I paid for order 555 today", "订单87878发错货了", "Your courier was rude, order 21212", "Cancel BK-44"]
     assert all(is_question(t) for t in asks)
     assert not any(is_question(t) for t in tells)
+
+
+def test_an_address_ends_at_its_street_word_unless_a_unit_follows() -> None:
+    from appliance.extract.spans import find_spans
+
+    lang = language_for(("en",))
+    now = datetime(2026, 5, 4)
+
+    def addresses(text: str) -> list[str]:
+        return [s.text for s in find_spans(lang, text, now) if s.kind == "address"]
+
+    assert addresses("I need a cab to 100 Van Ness Avenue ASAP!") == ["100 Van Ness Avenue"]
+    assert addresses("a cab to 16 Mint Plaza with my friends") == ["16 Mint Plaza"]
+    assert addresses("the office is at 310 Sutter Street 4th Floor") == ["310 Sutter Street 4th Floor"]
+    texts = [s.text for s in find_spans(lang, "Actually I need to go to Iberia instead.", now) if s.kind == "text"]
+    assert "Iberia" in texts and "Iberia instead" not in texts

@@ -175,8 +175,13 @@ def _addresses(lang: Language, text: str, typed: list[Span], make: object) -> li
     """A house number followed by capitalised words and a street word ("3468 Mount Diablo
     Boulevard", "310 Sutter Street 4th Floor")."""
     suffixes = alternation(lang.lex.address_suffixes, boundary=True)
+    # the words after the street word are a unit or floor only when capitalised or numbered
+    # ("… Street 4th Floor"), case-sensitively: "… Plaza with my friends", "… Avenue ASAP" end at
+    # the street word
     rx = re.compile(
-        rf"\b\d{{1,6}}\s+(?:[A-Z][\w'.-]*\s+){{0,4}}(?:{suffixes})\.?(?:\s+(?:#?\d+\w*|[A-Z][\w'.-]*)){{0,3}}", re.I
+        rf"\b\d{{1,6}}\s+(?:[A-Z][\w'.-]*\s+){{0,4}}(?:{suffixes})\.?"
+        rf"(?-i:(?:\s+(?:#?\d+\w*|[A-Z][a-z][\w'.-]*|[A-Z]\b)){{0,3}})",
+        re.I,
     )
     out = []
     for m in rx.finditer(text):

@@ -122,7 +122,7 @@ _STOPWORDS = (
     "get got go going find look looking help let lets let's i'm i'd i'll i've it's that's there's what's don't "
     "doesn't didn't can't won't isn't aren't wasn't something anything everything nothing one ones thing things "
     "know think tell say said see make made give take way time day much many lot lots bit great good nice fine "
-    "cool alright right actually maybe perhaps either still yet"
+    "cool alright right actually maybe perhaps either still yet instead asap anyway though already soon even ever"
 ).split()
 
 LEXICON = Lexicon(

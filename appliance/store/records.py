@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -159,6 +160,15 @@ class RecordsRepo:
             params.append(schema_id)
         row = self.db.fetch_one(
             f"SELECT m.event_type FROM memories m WHERE {where} ORDER BY m.ts DESC, m.recorded_at DESC LIMIT 1", params
+        )
+        return row[0] if row else None
+
+    def text_before(self, session: str, at: datetime, within: timedelta) -> str | None:
+        """The text of the session's newest memory told before ``at`` and at most ``within`` earlier."""
+        row = self.db.fetch_one(
+            "SELECT m.source_text FROM memories m WHERE m.session_id = ? AND m.ts <= ? AND m.ts >= ? "
+            "ORDER BY m.ts DESC, m.recorded_at DESC LIMIT 1",
+            [session, at, at - within],
         )
         return row[0] if row else None
 

@@ -234,6 +234,7 @@ class Appliance:
                 previous_event=self.store.records.latest_event(session_id, sch.schema_id),
                 corrects=Resolver(sch, self.store).corrected_event(text, session_id),
                 examples=self._example_bank(sch),
+                told=self.store.records.told(session_id, sch.schema_id),
             )
             try:
                 extractor.on_progress = on_progress

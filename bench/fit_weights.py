@@ -155,7 +155,8 @@ def train_mlp(x: np.ndarray, y: np.ndarray) -> dict[str, Any]:
 
 def event_rows(turns: list[Turn], schemas: dict[str, MemorySchema], engine: Any, embedder: Any) -> list[dict[str, Any]]:
     """Per turn: the event features of every option (the previous event is the gold one of the
-    dialogue's previous turn: teacher forcing) and the index of the gold option."""
+    dialogue's previous turn, the session's told attributes the gold slots of its earlier turns:
+    teacher forcing) and the index of the gold option."""
     import tempfile
 
     from appliance.extract.extractor import Extractor, SessionHint
@@ -165,16 +166,17 @@ def event_rows(turns: list[Turn], schemas: dict[str, MemorySchema], engine: Any,
     extractors = {k: Extractor(s, engine, grammars, embedder=embedder) for k, s in schemas.items()}
     out = []
     previous: dict[str, str] = {}
+    told: dict[str, set[str]] = {}  # the gold slots of the dialogue's earlier turns (teacher forcing)
     for i, t in enumerate(turns):
         x = extractors[t.schema]
         schema = schemas[t.schema]
         gold_event = (
             next(ev.name for ev in schema.event_types if ev.entity == t.intent) if t.schema == "crosswoz" else t.intent
         )
-        res = x.extract(
-            t.text, NOW + timedelta(seconds=i), hint=SessionHint(previous_event=previous.get(t.dialogue)), retry=False
-        )
+        hint = SessionHint(previous_event=previous.get(t.dialogue), told=frozenset(told.get(t.dialogue, ())))
+        res = x.extract(t.text, NOW + timedelta(seconds=i), hint=hint, retry=False)
         previous[t.dialogue] = gold_event
+        told.setdefault(t.dialogue, set()).update(t.slots)
         feats = res.evidence.get("event_features")
         if not feats:
             continue
@@ -216,7 +218,7 @@ def event_accuracy(rows: list[dict[str, Any]], weights: dict[str, float]) -> dic
     return {k: round(sum(v) / len(v), 3) for k, v in hits.items()}
 
 
-FITTED_EVENT_FEATURES = ("lm", "lexical", "semantic", "support", "fill", "entity", "continues", "commits")
+FITTED_EVENT_FEATURES = ("lm", "lexical", "semantic", "support", "fill", "entity", "continues", "commits", "specific")
 
 
 def main_events(n: int, seed: int, schemas: dict[str, MemorySchema], embedder: Any) -> None:

@@ -120,3 +120,53 @@ def test_keyword_and_question_evidence_decide_what_the_model_does_not(tmp_path, 
     zeros = np.zeros(len(CS.event_types))
     monkeypatch.setattr(extractor, "cue_features", lambda schema, text: (zeros, zeros))
     assert all(x.extract(t, NOW).draft.event_type != want for t, want in texts.items())  # type: ignore[union-attr]
+
+
+def test_the_narrower_event_is_preferred_until_the_extra_information_is_told() -> None:
+    from appliance.domain.loading import parse_schema
+    from appliance.extract.events import extra_attributes, specific
+
+    schema = parse_schema(
+        {
+            "schema_version": "1.3",
+            "domain": "trips",
+            "entities": {
+                "Flight": {
+                    "id_attribute": None,
+                    "attributes": [
+                        {"name": "origin", "kind": "string"},
+                        {"name": "destination", "kind": "string"},
+                        {"name": "return_date", "kind": "date"},
+                        {"name": "seat", "kind": "string"},
+                    ],
+                }
+            },
+            "event_types": [
+                {"name": "one_way", "entity": "Flight", "attributes": ["origin", "destination"]},
+                {"name": "round_trip", "entity": "Flight", "attributes": ["origin", "destination", "return_date"]},
+                {"name": "seat_change", "entity": "Flight", "attributes": ["seat"]},
+            ],
+        }
+    )
+    assert extra_attributes(schema, schema.event_type("round_trip")) == {"return_date"}  # type: ignore[arg-type]
+    assert extra_attributes(schema, schema.event_type("one_way")) == frozenset()  # type: ignore[arg-type]
+    assert specific(schema, {"Flight": frozenset({"origin"})}).tolist() == [0.0, -1.0, 0.0]
+    assert specific(schema, {"Flight": frozenset({"origin", "return_date"})}).tolist() == [0.0, 1.0, 0.0]
+
+
+def test_a_value_whose_words_fit_another_attribute_as_well_is_a_close_call() -> None:
+    from appliance.extract.evidence import Candidate
+    from appliance.extract.extractor import _rivals, assign
+
+    name = (28, 42)
+    cands = {
+        "director": [Candidate("director", "Michael Chaves", "Michael Chaves", *name, score=2.0)],
+        "starring": [Candidate("starring", "Michael Chaves", "Michael Chaves", *name, score=1.8)],
+        "genre": [Candidate("genre", "horror", "horror", 50, 56, score=1.5)],
+        "title": [Candidate("title", "horror", "horror", 50, 56, score=-3.0)],
+    }
+    chosen = assign(cands, threshold=0.0)
+    assert {k: c.surface for k, c in chosen.items()} == {"director": "Michael Chaves", "genre": "horror"}
+    rivals = _rivals(cands, chosen)
+    assert rivals["director"][0] == "starring" and abs(rivals["director"][1] - 0.2) < 1e-9
+    assert rivals["genre"] == ("title", 4.5)

@@ -96,7 +96,11 @@ class RecallService:
                 if (e.type, e.id) not in known
             ]
         if facts.attributes:
-            channels["attribute"] = self.store.records.holding(scope, facts.attributes, CHANNEL_DEPTH)
+            holders = self.store.records.holding(scope, facts.attributes, CHANNEL_DEPTH)
+            # then memories holding a value of the same shape (a date for a date) under a sibling
+            # attribute: a value filed under the wrong one of two alike attributes is still found
+            alike = self.store.records.holding(scope, _alike(schema, facts.attributes), CHANNEL_DEPTH)
+            channels["attribute"] = list(dict.fromkeys([*holders, *alike]))[:CHANNEL_DEPTH]
         if facts.range is not None:
             channels["time"] = self.store.days.within(scope, facts.range[0], facts.range[1], limit=CHANNEL_DEPTH)
         channels["lexical"] = [m for m, _ in self.store.lexical.search(scope, facts.terms, CHANNEL_DEPTH, facts.range)]
@@ -215,6 +219,23 @@ class RecallService:
     def _held(self, scope: str | None, text: str) -> bool:
         """Whether one memory holds every term of ``text``."""
         return self.store.lexical.held(scope, index_terms(text))
+
+
+def _alike(schema: MemorySchema, asked: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The other attributes of the asked attributes' entities with the same typed shape (kind and
+    format: a date, a number, a place), none for plain text."""
+    out: list[tuple[str, str]] = []
+    for etype, name in asked:
+        ent = schema.entity(etype)
+        a = ent.attribute(name)
+        if a is None or (a.kind == "string" and not a.format) or a.kind in ("boolean", "enum"):
+            continue
+        out += [
+            (etype, b.name)
+            for b in ent.attributes
+            if b.name != name and b.kind == a.kind and b.format == a.format and (etype, b.name) not in asked
+        ]
+    return list(dict.fromkeys(out))
 
 
 def _constrains(q: RecallQuery) -> bool:

@@ -163,6 +163,19 @@ class RecordsRepo:
         )
         return row[0] if row else None
 
+    def told(self, session: str, schema_id: str, limit: int = 50) -> frozenset[str]:
+        """The attributes the session's latest ``limit`` records under ``schema_id`` hold a value of."""
+        rows = self.db.fetch(
+            "SELECT m.attributes FROM memories m WHERE m.session_id = ? AND m.schema_id = ? "
+            "AND m.attributes IS NOT NULL ORDER BY m.ts DESC LIMIT ?",
+            [session, schema_id, limit],
+        )
+        names: set[str] = set()
+        for (attrs,) in rows:
+            values = json.loads(attrs) if isinstance(attrs, str) else attrs
+            names |= {k for k, v in (values or {}).items() if v is not None}
+        return frozenset(names)
+
     def text_before(self, session: str, at: datetime, within: timedelta) -> str | None:
         """The text of the session's newest memory told before ``at`` and at most ``within`` earlier."""
         row = self.db.fetch_one(

@@ -143,3 +143,24 @@ def test_a_turn_is_found_by_the_words_of_the_turn_before_it(settings) -> None:  
     assert app.store.lexical.holding("a", ["margaret", "sugar"]) == [reply.memory_id]
     assert late.memory_id in found  # found by its own word only
     app.close()
+
+
+def test_weak_neighbours_only_fill_a_short_list_after_the_evidence(settings) -> None:  # type: ignore[no-untyped-def]
+    from appliance.recall.context import WEAK_PATH
+    from appliance.testing import FakeEmbedder
+
+    app = Appliance(db=settings.home / "w.duckdb", model=FakeEngine(), settings=settings, embedder=FakeEmbedder())
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
+    app.record("my package was lost in transit", "a", now=t0)
+    # shares only "the" with the question (cosine 0.18); a day later, so it inherits no words
+    app.record("the weather was lovely and sunny all afternoon", "a", now=t0 + timedelta(days=1))
+    res = app.recall("where did the package go", "a", now=t0 + timedelta(days=2))
+    texts = [m.memory.source_text for m in res.memories]
+    assert texts[0] == "my package was lost in transit" and WEAK_PATH not in res.memories[0].paths
+    weak = res.memories[-1]
+    assert weak.memory.source_text.startswith("the weather") and weak.paths == [WEAK_PATH]
+    assert weak.score < res.memories[0].score
+    assert res.context.index("Related (semantic neighbours)") < res.context.index("the weather")
+    app.close()

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 
 from ..domain.records import Entity, MemoryRecord, RankedMemory, RecallHit
 
-__all__ = ["summarise", "compose", "NOT_FOUND"]
+__all__ = ["summarise", "compose", "NOT_FOUND", "WEAK_PATH"]
 
 NOT_FOUND = "Not found:"
+WEAK_PATH = "semantic (weak)"  # a neighbour below the fusion threshold, listed after the rest
 MAX_TEXT = 160
 
 
@@ -52,8 +53,9 @@ def compose(answer: Sequence[RecallHit], ranked: Sequence[RankedMemory], not_fou
         for h in answer:
             lines.append(_entity_line(h.entity))
             lines += [f"    {_memory_line(m)}" for m in h.memories]
-    evidence = [r for r in ranked if r.paths != ["semantic"]]
-    related = [r for r in ranked if r.paths == ["semantic"]]
+    neighbours_only = {"semantic", WEAK_PATH}
+    evidence = [r for r in ranked if not set(r.paths) <= neighbours_only]
+    related = [r for r in ranked if set(r.paths) <= neighbours_only]
     if not_found:
         if ranked:
             lines.append("Neighbours (related memories, not an answer):")

@@ -164,3 +164,20 @@ def test_weak_neighbours_only_fill_a_short_list_after_the_evidence(settings) -> 
     assert weak.score < res.memories[0].score
     assert res.context.index("Related (semantic neighbours)") < res.context.index("the weather")
     app.close()
+
+
+def test_a_question_with_nothing_for_the_model_to_decide_skips_it(app: Appliance, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """No code, number, state word, path or "latest": the query constrains nothing whatever the
+    model picks, so the question is not evaluated by the model at all (conversational recall
+    latency); a question with a code still is."""
+    from datetime import UTC, datetime
+
+    parser = app.parser_for(app.schema)
+    calls: list[int] = []
+    real_start = parser.engine.start
+    monkeypatch.setattr(parser.engine, "start", lambda tokens: calls.append(len(tokens)) or real_start(tokens))
+    now = datetime(2026, 5, 4, tzinfo=UTC)
+    plain = parser.parse("what did the courier say about my parcel?", now)
+    assert plain.query is not None and not plain.query.filters and calls == []
+    coded = parser.parse("what happened with order 12345?", now)
+    assert coded.query is not None and coded.query.filters and calls

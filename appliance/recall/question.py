@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from ..domain.records import MAX_FILTERS, RecallQuery
 from ..domain.schema import MemorySchema
 from ..extract.candidates import Candidate, candidates_for, find_candidates, tag_codes, value_role
+from ..lang import alternation
 from ..model.decode import choose, constrained_greedy
 from ..model.engine import Engine
 from ..model.grammar import CompiledGrammar, GrammarCache
@@ -59,6 +60,10 @@ class QuestionParser:
         self.engine.start(tokens)
 
     def parse(self, question: str, now: datetime, mode: Literal["grounded", "greedy"] = "grounded") -> ParsedQuestion:
+        if mode == "grounded":
+            plain = self._without_model(question, now)
+            if plain is not None:
+                return plain
         tokens, _ = self._prompt.tokens(self.engine, question)
         self.engine.start(tokens)
         if mode == "greedy":
@@ -76,6 +81,31 @@ class QuestionParser:
         if self.lang.asks_all_sessions(question):
             q = q.model_copy(update={"all_sessions": True})
         return ParsedQuestion(q, raw, conf)
+
+    def _without_model(self, question: str, now: datetime) -> ParsedQuestion | None:
+        """The query of a question that gives the model nothing to decide: no code, number or
+        state word to filter on, no path through related types, no request for recent things.
+        Its query constrains nothing, so recall does not run it and the model's guess of an
+        entity type would change no result — the model is skipped (most conversational
+        questions; it saves the question's prompt evaluation). None: the model is needed."""
+        s, low = self.schema, question.lower()
+        if plan_path(s, question) is not None or re.search(alternation(self.lang.lex.recent_words), low):
+            return None
+        cands = find_candidates(self.lang, question, now, s.entity_nouns)
+        if candidates_for("code", cands) or candidates_for("number", cands):
+            return None
+        if any(st.lower() in low for ent in s.entities for st in ent.states):
+            return None
+        named = [x.name for x in s.entities if any(k in low for k in x.keywords)]
+        mentioned = [ev.name for ev in s.event_types if ev.name.replace("_", " ") in low]
+        q = RecallQuery(
+            entity_type=named[0] if len(named) == 1 else None,
+            event_type=mentioned[0] if mentioned else None,
+            limit=5,  # as the grounded query
+        )
+        if self.lang.asks_all_sessions(question):
+            q = q.model_copy(update={"all_sessions": True})
+        return ParsedQuestion(q, q.model_dump_json(), 1.0)
 
     def _grounded(self, question: str, now: datetime) -> tuple[str, float]:
         e, s = self.engine, self.schema

@@ -100,16 +100,7 @@ class LexicalRepo:
 
     def held(self, session: str | None, terms: Sequence[str]) -> bool:
         """Whether one memory of ``session`` holds every one of ``terms``."""
-        unique = sorted(set(terms))
-        if not unique:
-            return False
-        where, params = session_clause("session_id", session)
-        row = self.db.fetch_one(
-            f"SELECT 1 FROM lexical_terms WHERE term IN (SELECT unnest(?)){where} "
-            "GROUP BY memory_id HAVING count(DISTINCT term) = ? LIMIT 1",
-            [unique, *params, len(unique)],
-        )
-        return row is not None
+        return bool(self.holding(session, terms, limit=1))
 
     def holding(self, session: str | None, terms: Sequence[str], limit: int = 30) -> list[str]:
         """The ids of up to ``limit`` memories of ``session`` that hold every one of ``terms``."""

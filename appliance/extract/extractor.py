@@ -305,13 +305,12 @@ class Extractor:
         # values each entity type would take from this message (refs and ids are codes: below)
         filled: dict[str, dict[str, Candidate]] = {}
         near: dict[str, float] = {}
-        rivals: dict[str, dict[str, tuple[str, float]]] = {}
+        candidates: dict[str, dict[str, list[Candidate]]] = {}
         for ent in s.entities:
             cands = self.evidence.candidates(ent.name, text, spans, bank=hint.examples) if self.lexical else {}
             cands = {k: v for k, v in cands.items() if (a := ent.attribute(k)) is not None and a.kind != "ref"}
+            candidates[ent.name] = cands
             filled[ent.name] = assign(cands)
-            listed = frozenset(a.name for a in ent.attributes if a.kind in ("enum", "boolean"))
-            rivals[ent.name] = _rivals(cands, filled[ent.name], listed)
             near[ent.name] = max((c.score for cs in cands.values() for c in cs), default=-99.0)
         force('{"event_type":')
         event_opts = [_j(n) for n in s.event_names]
@@ -360,7 +359,9 @@ class Extractor:
             attributes[a.name] = value
         rels = derive_relationships(s, ent, entity_id, attributes)
         out.append("}}," + '"relationships":' + _j(rels) + "}")
-        close = {a: r for a, r in rivals.get(ent.name, {}).items() if attributes.get(a) is not None}
+        listed = frozenset(a.name for a in ent.attributes if a.kind in ("enum", "boolean"))
+        rivals = _rivals(candidates.get(ent.name, {}), chosen_values, listed)
+        close = {a: r for a, r in rivals.items() if attributes.get(a) is not None}
         found.review = self._review(conf, ent, attributes, near.get(ent.name, -99.0), entity_id, close)
         found.evidence["filled"] = {a: (c.surface, round(c.score, 3)) for a, c in chosen_values.items()}
         found.evidence["rivals"] = {a: (b, round(m, 3)) for a, (b, m) in close.items()}

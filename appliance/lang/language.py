@@ -95,6 +95,14 @@ class Language:
         return self.is_question(text) or bool(self._lookup.search(text.strip()))
 
     @cached_property
+    def _recent(self) -> re.Pattern[str]:
+        return re.compile(alternation(self.lex.recent_words), re.I)
+
+    def asks_recent(self, text: str) -> bool:
+        """Whether a question asks for recent things ("latest", "最近")."""
+        return bool(self._recent.search(text))
+
+    @cached_property
     def _all_sessions(self) -> re.Pattern[str]:
         return re.compile(alternation(self.lex.all_sessions, boundary=False), re.I)
 

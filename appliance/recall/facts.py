@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
@@ -82,7 +83,7 @@ def question_facts(schema: MemorySchema, question: str, now: datetime) -> Questi
     lx = lang.lex
     facts = QuestionFacts(terms=index_terms(question))
     low = question.lower()
-    facts.recent = bool(re.search(alternation(lx.recent_words), low))
+    facts.recent = lang.asks_recent(question)
     facts.when = bool(re.search(alternation(lx.when_words, boundary=False), low))
     spans = find_spans(lang, question, now)
     nouns = {w.lower() for w in schema.entity_nouns}
@@ -117,10 +118,7 @@ def question_facts(schema: MemorySchema, question: str, now: datetime) -> Questi
     attribute_terms = _attribute_terms(schema)
     # a word shared by many attributes ("when", "什么") says little about which one is asked:
     # each matched word counts 1 / (the number of attributes it names)
-    spread: dict[str, int] = {}
-    for _, _, terms in attribute_terms:
-        for t in terms:
-            spread[t] = spread.get(t, 0) + 1
+    spread = Counter(t for _, _, terms in attribute_terms for t in terms)
     scored = [
         (round(sum(1 / spread[t] for t in asked & terms), 6), etype, attr, terms)
         for etype, attr, terms in attribute_terms

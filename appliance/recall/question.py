@@ -21,7 +21,6 @@ from pydantic import ValidationError
 from ..domain.records import MAX_FILTERS, RecallQuery
 from ..domain.schema import MemorySchema
 from ..extract.candidates import Candidate, candidates_for, find_candidates, tag_codes, value_role
-from ..lang import alternation
 from ..model.decode import choose, constrained_greedy
 from ..model.engine import Engine
 from ..model.grammar import CompiledGrammar, GrammarCache
@@ -60,18 +59,19 @@ class QuestionParser:
         self.engine.start(tokens)
 
     def parse(self, question: str, now: datetime, mode: Literal["grounded", "greedy"] = "grounded") -> ParsedQuestion:
-        if mode == "grounded":
-            plain = self._without_model(question, now)
-            if plain is not None:
-                return plain
-        tokens, _ = self._prompt.tokens(self.engine, question)
-        self.engine.start(tokens)
         if mode == "greedy":
+            self.engine.start(self._prompt.tokens(self.engine, question)[0])
             index = self.grammars.index(self.compiled, "query", self.engine.vocabulary(), self.engine.tokenizer_id)
             res = constrained_greedy(self.engine, index, 200)
             raw, conf = res.text, res.confidence
         else:
-            raw, conf = self._grounded(question, now)
+            cands = find_candidates(self.lang, question, now, self.schema.entity_nouns)
+            plan = plan_path(self.schema, question)
+            plain = self._without_model(question, cands, plan)
+            if plain is not None:
+                return plain
+            self.engine.start(self._prompt.tokens(self.engine, question)[0])
+            raw, conf = self._grounded(question, cands, plan)
         if not self._regex.fullmatch(raw):
             return ParsedQuestion(None, raw, 0.0, "output does not match the query grammar")
         try:
@@ -82,22 +82,20 @@ class QuestionParser:
             q = q.model_copy(update={"all_sessions": True})
         return ParsedQuestion(q, raw, conf)
 
-    def _without_model(self, question: str, now: datetime) -> ParsedQuestion | None:
+    def _without_model(self, question: str, cands: list[Candidate], plan: PathPlan | None) -> ParsedQuestion | None:
         """The query of a question that gives the model nothing to decide: no code, number or
         state word to filter on, no path through related types, no request for recent things.
         Its query constrains nothing, so recall does not run it and the model's guess of an
         entity type would change no result — the model is skipped (most conversational
         questions; it saves the question's prompt evaluation). None: the model is needed."""
         s, low = self.schema, question.lower()
-        if plan_path(s, question) is not None or re.search(alternation(self.lang.lex.recent_words), low):
+        if plan is not None or self.lang.asks_recent(question):
             return None
-        cands = find_candidates(self.lang, question, now, s.entity_nouns)
         if candidates_for("code", cands) or candidates_for("number", cands):
             return None
         if any(st.lower() in low for ent in s.entities for st in ent.states):
             return None
-        named = [x.name for x in s.entities if any(k in low for k in x.keywords)]
-        mentioned = [ev.name for ev in s.event_types if ev.name.replace("_", " ") in low]
+        named, mentioned = self._named_types(low), self._mentioned_events(low)
         q = RecallQuery(
             entity_type=named[0] if len(named) == 1 else None,
             event_type=mentioned[0] if mentioned else None,
@@ -107,7 +105,15 @@ class QuestionParser:
             q = q.model_copy(update={"all_sessions": True})
         return ParsedQuestion(q, q.model_dump_json(), 1.0)
 
-    def _grounded(self, question: str, now: datetime) -> tuple[str, float]:
+    def _named_types(self, low: str) -> list[str]:
+        """The entity types the (lower-cased) question names by one of their words."""
+        return [x.name for x in self.schema.entities if any(k in low for k in x.keywords)]
+
+    def _mentioned_events(self, low: str) -> list[str]:
+        """The event types the (lower-cased) question names outright ("order cancelled")."""
+        return [ev.name for ev in self.schema.event_types if ev.name.replace("_", " ") in low]
+
+    def _grounded(self, question: str, cands: list[Candidate], plan: PathPlan | None) -> tuple[str, float]:
         e, s = self.engine, self.schema
         out: list[str] = []
         probs: list[float] = []
@@ -122,15 +128,13 @@ class QuestionParser:
             out.append(options[c.index])
             return options[c.index]
 
-        cands = find_candidates(self.lang, question, now, s.entity_nouns)
-        plan = plan_path(s, question)
         if plan is not None:
             return self._grounded_hops(question, plan, cands, force, out, probs)
         compared = {c.surface for c in cands if self.lang.comparison_before(question.lower(), c.surface)}
         codes = [c for c in candidates_for("code", cands) if c.surface not in compared]
         tags = tag_codes(question, codes, s.entity_keywords, s.entity_id_patterns)
         low = question.lower()
-        named = [x.name for x in s.entities if any(k in low for k in x.keywords)]
+        named = self._named_types(low)
         force('{"entity_type":')
         if len(named) == 1 or (named and codes and tags.get(str(codes[0].value)) in named):
             chosen = tags.get(str(codes[0].value)) if codes and tags.get(str(codes[0].value)) else named[0]
@@ -140,7 +144,7 @@ class QuestionParser:
             entity_type = json.loads(pick([_j(n) for n in s.entity_names] + ["null"]))
         ent = s.entity(entity_type) if entity_type else None
         force(',"event_type":')
-        mentioned_events = [ev.name for ev in s.event_types if ev.name.replace("_", " ") in low]
+        mentioned_events = self._mentioned_events(low)
         force(_j(mentioned_events[0]) if mentioned_events else "null")
         force(',"filters":[')
         filters: list[str] = []

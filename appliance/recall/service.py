@@ -212,9 +212,6 @@ class RecallService:
                 subjects[key] = self.store.records.by_ids(ids)
         if not subjects:
             return ""
-        kinds = {"phone", "email"} | (
-            {"date"} if any(a.kind in ("date", "datetime") for a in typed.values()) else set()
-        )
         # a memory about the subject that names the attribute ("his birthday gift") may be what the
         # question is after; so may a phone number or an e-mail address (a date without the word
         # is not: "dinner with Jonas yesterday" says nothing of Jonas's birthday)
@@ -223,7 +220,7 @@ class RecallService:
             for m in memories:
                 if naming & set(index_terms(m.source_text)):
                     return ""
-                if any(sp.kind in kinds - {"date"} for sp in find_spans(schema.language, m.source_text, now)):
+                if any(sp.kind in ("phone", "email") for sp in find_spans(schema.language, m.source_text, now)):
                     return ""
         names = ", ".join(sorted({a.name for a in typed.values()}))
         return f"no {names} stored for {', '.join(subjects)}."

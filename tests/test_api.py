@@ -181,3 +181,43 @@ def test_a_question_with_nothing_for_the_model_to_decide_skips_it(app: Appliance
     assert plain.query is not None and not plain.query.filters and calls == []
     coded = parser.parse("what happened with order 12345?", now)
     assert coded.query is not None and coded.query.filters and calls
+
+
+def test_not_found_for_an_owner_never_told_an_unlinked_possession_and_an_untold_amount(settings) -> None:  # type: ignore[no-untyped-def]
+    """A question about "my dog's name" with no dog stored, "Barry's wife" where Barry and a wife are stored but
+    never together, "how much is my pension" where the pension is stored without any number: each
+    is said to be not found — and a stored amount, or a possession told together, is not."""
+    from datetime import UTC, datetime, timedelta
+
+    from appliance.testing import FakeEmbedder
+
+    app = Appliance(
+        schema="personal_memory",
+        db=settings.home / "p.duckdb",
+        model=FakeEngine(),
+        settings=settings,
+        embedder=FakeEmbedder(),
+    )
+    t0 = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
+    told = [
+        "Barry came fishing with me on the lake",
+        "My wife made a lemon cake for the neighbours",
+        "I finally bought the bike, it was 300 pounds",
+        "I keep worrying about my pension these days",
+        "Claire's vet practice is on the high street",
+    ]
+    for i, text in enumerate(told):  # a day apart: no turn inherits the words of another
+        app.record(text, "a", now=t0 + timedelta(days=i))
+    later = t0 + timedelta(days=10)
+
+    def not_found(question: str) -> str:
+        return app.recall(question, "a", now=later).not_found
+
+    assert "'dog'" in not_found("What is my dog's name?")
+    unlinked = not_found("What is Barry's wife called?")
+    assert "'barry'" in unlinked and "'wife'" in unlinked
+    assert "'pension'" in not_found("How much is my pension?")
+    assert not not_found("How much was the bike?")
+    assert not not_found("Where is Claire's vet practice?")
+    assert not not_found("Who went fishing with Barry?")
+    app.close()

@@ -103,6 +103,8 @@ def test_a_time_expression_limits_recall_to_those_days(memory: Appliance) -> Non
         ("When is Tomasz's birthday?", "ana", "Tomasz"),  # a birthday is stored, but Ingrid's
         ("Where does Bartholomew work?", "ana", "Bartholomew"),  # never mentioned at all
         ("What is Ingrid's email address?", "ana", "Ingrid"),
+        ("What is my cat's name?", "ana", "cat"),  # whatever its neighbours, no cat was ever told
+        ("How much did the novel cost?", "ana", "novel"),  # the novel is told, no amount with it
         ("周凯的电话号码是多少？", "lei", "周凯"),
         ("刘芳的电话号码是多少？", "lei", "刘芳"),
     ],

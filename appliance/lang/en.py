@@ -156,6 +156,7 @@ LEXICON = Lexicon(
     topic_markers=("about",),
     all_sessions=("all sessions", "every session"),
     recent_words=("latest", "recent", "recently", "last time", "newest", "most recent"),
+    amount_questions=("how much",),
     when_words=("when", "what date", "what day", "what time", "how long ago"),
     negations=("not", "n't", "never", "no"),
     negation_bridges=("yet", "been"),
@@ -343,6 +344,7 @@ LEXICON = Lexicon(
         ).split()
     ),
     fillers=("please", "thanks", "thank you", "ok", "okay", "so", "well", "um", "uh", "oh", "hi", "hello"),
+    possessive_suffixes=("'s", "’s"),
     name_titles=("mr", "mrs", "ms", "miss", "dr", "prof", "sir", "madam"),
     name_joiners=("of", "de", "la", "del", "du", "da", "van", "von", "the", "and", "&", "vs", "vs.", "v"),
     address_suffixes=(

@@ -37,6 +37,7 @@ class Lexicon:
     topic_suffixes: tuple[str, ...] = ()  # "X问题"
     all_sessions: tuple[str, ...] = ()  # "all sessions", "所有会话"
     recent_words: tuple[str, ...] = ()  # the question asks for recent things ("latest", "最近")
+    amount_questions: tuple[str, ...] = ()  # "how much", "多少钱": the answer is an amount
     when_words: tuple[str, ...] = ()  # "when did …", "什么时候"
     # --- negation and affirmation ------------------------------------------------------
     negations: tuple[str, ...] = ()  # before a word, deny it ("not", "never", "没")
@@ -87,6 +88,7 @@ class Lexicon:
     request_verbs: tuple[str, ...] = ()  # verbs of asking and doing ("book", "find", "预订"): not values
     fillers: tuple[str, ...] = ()  # chat fillers that never start a value ("please", "吧")
     name_titles: tuple[str, ...] = ()  # "Mr", "Dr", "先生" (a name is next to one)
+    possessive_suffixes: tuple[str, ...] = ()  # "'s": the word before one owns what follows ("dog's name")
     name_joiners: tuple[str, ...] = ()  # lower-case words inside a name ("Bank of America")
     name_suffixes: tuple[str, ...] = ()  # a name often ends with one ("…饭店", "…公园"): where to cut a CJK piece
     address_suffixes: tuple[str, ...] = ()  # "Street", "Ave", "路", "号"

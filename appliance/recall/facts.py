@@ -13,7 +13,11 @@
 * **residual** — its content words that are neither keys nor schema words ("dog" in "What is my
   dog's name?"; for CJK, the pieces ending at one place joined by "|", any of which may be the
   word): when one of them occurs in no memory, the question asks about something else.
-* **recent** / **when** — it asks for recent things ("latest", "最近"), or for a time.
+* **possessions** — (owner, owned) term pairs of possessives ("Barry's wife" → barry, wife;
+  "my dog's name" → dog, none when the owned word is the schema's): the question is about the
+  owner, and about the owned thing as the owner's.
+* **recent** / **when** / **amount** — it asks for recent things ("latest", "最近"), for a time,
+  or for an amount ("how much", "多少钱").
 * **terms** — its lexical terms (the function memories are indexed with).
 """
 
@@ -41,8 +45,10 @@ class QuestionFacts:
     attributes: list[tuple[str, str]] = field(default_factory=list)  # (entity type, attribute)
     attribute_terms: list[str] = field(default_factory=list)  # the question's words naming them
     residual: list[str] = field(default_factory=list)
+    possessions: list[tuple[str, str | None]] = field(default_factory=list)
     recent: bool = False
     when: bool = False
+    amount: bool = False
     terms: list[str] = field(default_factory=list)
 
 
@@ -85,6 +91,7 @@ def question_facts(schema: MemorySchema, question: str, now: datetime) -> Questi
     low = question.lower()
     facts.recent = lang.asks_recent(question)
     facts.when = bool(re.search(alternation(lx.when_words, boundary=False), low))
+    facts.amount = bool(re.search(alternation(lx.amount_questions, boundary=False), low))
     spans = find_spans(lang, question, now)
     nouns = {w.lower() for w in schema.entity_nouns}
     openers = {w.lower() for w in lx.question_openers}
@@ -134,9 +141,27 @@ def question_facts(schema: MemorySchema, question: str, now: datetime) -> Questi
         facts.residual = [
             t for t in facts.terms if t not in vocab and t not in key_terms and len(t) > 2 and not t.isdigit()
         ]
+        facts.possessions = _possessions(lx.possessive_suffixes, question, facts.residual, key_terms)
     else:
         # one reading per word: the longest piece ending there stands for its shorter readings
         facts.residual = [
             "|".join(sorted(g, key=len)) for g in groups.values() if not any(set(index_terms(p)) <= vocab for p in g)
         ]
     return facts
+
+
+def _possessions(
+    suffixes: tuple[str, ...], question: str, residual: list[str], key_terms: set[str]
+) -> list[tuple[str, str | None]]:
+    """(owner, owned) for each "X's Y": X a content word or a name, Y the word right after it when
+    it is a content word (None for the schema's own words: "name", "birthday")."""
+    if not suffixes:
+        return []
+    content = set(residual)
+    out: list[tuple[str, str | None]] = []
+    for m in re.finditer(rf"(\w+)(?:{alternation(suffixes, boundary=False)})\b(?=((?:\W+\w+)?))", question):
+        owner = [t for t in index_terms(m.group(1)) if t in content or t in key_terms]
+        owned = [t for t in index_terms(m.group(2)) if t in content]
+        if owner:
+            out.append((owner[-1], owned[0] if owned else None))
+    return out

@@ -171,12 +171,33 @@ class RecallService:
             return f"nothing stored about {', '.join(repr(k) for k in missing)}."
         absent = [w for w in facts.residual if not any(self._held(scope, x) for x in w.split("|"))]
         signals["absent"] = absent
+        if lost := [o for o, _ in facts.possessions if o in absent]:  # "my dog's name", no dog stored
+            return f"nothing stored mentions {', '.join(repr(w) for w in lost)}."
+        for owner, owned in facts.possessions:
+            # "Barry's wife" where Barry and wives are stored, never together (a turn's terms carry
+            # its previous turn's, so "Barry came. His wife too." counts as together)
+            if owned and owned not in absent and not self._held(scope, f"{owner} {owned}"):
+                return f"nothing stored links {owner!r} with {owned!r}."
         if absent and signals.get("top_semantic", 0.0) < WEAK_SEMANTIC:
             return f"nothing stored mentions {', '.join(repr(w.split('|')[-1]) for w in absent)}."
-        lacking = self._lacking(schema, facts, named, scope, now)
-        if lacking:
-            return lacking
-        return ""
+        return self._lacking(schema, facts, named, scope, now) or self._no_amount(schema, facts, scope, now)
+
+    def _no_amount(self, schema: MemorySchema, facts: QuestionFacts, scope: str | None, now: datetime) -> str:
+        """An amount asked about something ("How much is my pension?") that the memories naming it
+        never state: none of them holds a number. Memories naming any of the question's content
+        words count, so a paraphrase elsewhere keeps the question open."""
+        if not facts.amount or not facts.residual:
+            return ""
+        ids: list[str] = []
+        for word in facts.residual:
+            for reading in word.split("|"):
+                ids += self.store.lexical.holding(scope, index_terms(reading), limit=30)
+        if not ids:
+            return ""  # nothing names it: the other rules speak for that
+        for m in self.store.records.by_ids(list(dict.fromkeys(ids))):
+            if any(sp.kind in ("number", "range") for sp in find_spans(schema.language, m.source_text, now)):
+                return ""
+        return f"no amount stored for {', '.join(repr(w.split('|')[-1]) for w in facts.residual)}."
 
     def _lacking(
         self, schema: MemorySchema, facts: QuestionFacts, named: list[Entity], scope: str | None, now: datetime

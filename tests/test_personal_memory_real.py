@@ -107,6 +107,7 @@ def test_a_time_expression_limits_recall_to_those_days(memory: Appliance) -> Non
         ("How much did the novel cost?", "ana", "novel"),  # the novel is told, no amount with it
         ("周凯的电话号码是多少？", "lei", "周凯"),
         ("刘芳的电话号码是多少？", "lei", "刘芳"),
+        ("我开什么车？", "lei", "车"),  # a one-character word no memory holds
     ],
 )
 def test_what_was_never_told_is_said_to_be_not_found(

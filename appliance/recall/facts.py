@@ -32,7 +32,7 @@ from ..domain.schema import MemorySchema
 from ..extract.spans import find_spans
 from ..lang import alternation, has_cjk
 from ..lang.dates import find_dates
-from ..lang.segment import index_terms
+from ..lang.segment import cjk_pieces, index_terms, tokens
 
 __all__ = ["QuestionFacts", "question_facts", "schema_vocabulary"]
 
@@ -143,6 +143,13 @@ def question_facts(schema: MemorySchema, question: str, now: datetime) -> Questi
         ]
         facts.possessions = _possessions(lx.possessive_suffixes, question, facts.residual, key_terms)
     else:
+        # a one-character word ("车" in "我开什么车") is no span, yet may be what is asked about
+        covered = {i for p, end in pieces for i in range(end - len(p), end)}
+        for tok in tokens(question):
+            if tok.cjk:
+                for piece in cjk_pieces(lang, tok):
+                    if len(piece.text) == 1 and piece.start not in covered:
+                        groups.setdefault(piece.end, []).append(piece.text)
         # one reading per word: the longest piece ending there stands for its shorter readings
         facts.residual = [
             "|".join(sorted(g, key=len)) for g in groups.values() if not any(set(index_terms(p)) <= vocab for p in g)

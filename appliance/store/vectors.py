@@ -53,16 +53,20 @@ class VectorsRepo:
         self._lock = threading.Lock()
         if not db.read_only:
             with db.lock:
-                db.con.execute(
-                    f"CREATE TABLE IF NOT EXISTS {self.table} (memory_id VARCHAR PRIMARY KEY, "
-                    f"session_id VARCHAR NOT NULL, vec FLOAT[{self.dim}] NOT NULL)"
-                )
-                db.con.execute(f"ALTER TABLE {self.table} ADD COLUMN IF NOT EXISTS list INTEGER")
+                db.con.execute(self._create_table(self.table, if_not_exists=True))
+                db.con.execute(f"ALTER TABLE {self.table} ADD COLUMN IF NOT EXISTS list INTEGER")  # older files
                 db.con.execute(
                     f"CREATE TABLE IF NOT EXISTS {self.centroid_table} (list INTEGER PRIMARY KEY, "
                     f"vec FLOAT[{self.dim}] NOT NULL, trained_on INTEGER NOT NULL)"
                 )
         self._load_centroids()
+
+    def _create_table(self, name: str, if_not_exists: bool = False) -> str:
+        """The vector table's definition (the live table and its clustered rewrite)."""
+        return (
+            f"CREATE TABLE {'IF NOT EXISTS ' if if_not_exists else ''}{name} (memory_id VARCHAR PRIMARY KEY, "
+            f"session_id VARCHAR NOT NULL, vec FLOAT[{self.dim}] NOT NULL, list INTEGER)"
+        )
 
     def _load_centroids(self) -> None:
         try:
@@ -159,10 +163,7 @@ class VectorsRepo:
         cols = "memory_id, session_id, vec, list"
         with self.db.transaction() as con:
             con.execute(f"DROP TABLE IF EXISTS {new}")
-            con.execute(
-                f"CREATE TABLE {new} (memory_id VARCHAR PRIMARY KEY, session_id VARCHAR NOT NULL, "
-                f"vec FLOAT[{self.dim}] NOT NULL, list INTEGER)"
-            )
+            con.execute(self._create_table(new))
             con.execute(f"INSERT INTO {new} ({cols}) SELECT {cols} FROM {self.table} ORDER BY list, session_id")
             con.execute(f"DROP TABLE {self.table}")
             con.execute(f"ALTER TABLE {new} RENAME TO {self.table}")

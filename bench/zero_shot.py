@@ -149,10 +149,11 @@ def sample_dialogues(turns: list[Turn], n: int | None, seed: int) -> tuple[list[
 
 
 # --- scoring ------------------------------------------------------------------------------------------
-def _norm(kind: str, text: str) -> Any:
+def gold_norm(kind: str, text: str, now: datetime = NOW) -> Any:
+    """A gold value as the product's readers normalise it (relative dates against ``now``)."""
     t = text.strip()
     if kind == "date":
-        found = [d.value for d in find_dates(LANG, t, NOW) if d.value]
+        found = [d.value for d in find_dates(LANG, t, now) if d.value]
         return found[0] if found else t.lower()
     if kind == "time":
         found = [x.value for x in find_times(LANG, t)]
@@ -168,7 +169,7 @@ def _norm(kind: str, text: str) -> Any:
     return t.lower()
 
 
-def _pred_norm(kind: str, value: Any) -> Any:
+def predicted_norm(kind: str, value: Any) -> Any:
     if kind == "number" and not isinstance(value, str):
         return float(value)
     if kind == "boolean":
@@ -193,7 +194,7 @@ def score(r: Result, schema: MemorySchema, entity: str | None) -> None:
             r.hallucinated += 1
         golds = gold.get(name, [])
         ok = any(surface and surface.lower() == g.lower() for g in golds) or any(
-            _pred_norm(kind, value) == _norm(kind, g) for g in golds
+            predicted_norm(kind, value) == gold_norm(kind, g) for g in golds
         )
         if ok:
             r.tp += 1
@@ -299,14 +300,14 @@ def _gold_record(schema: MemorySchema, t: Turn) -> dict[str, Any]:
             continue
         g = golds[0]
         if a.kind == "number":
-            v = _norm("number", g)
+            v = gold_norm("number", g)
             attrs[name] = v if not isinstance(v, str) or any(ch.isdigit() for ch in v) else None
         elif a.kind == "boolean":
-            attrs[name] = _norm("boolean", g)
+            attrs[name] = gold_norm("boolean", g)
         elif a.kind == "enum":
             attrs[name] = g if g in a.enum_values else None
         elif a.kind in ("date", "time"):
-            v = _norm(a.kind, g)
+            v = gold_norm(a.kind, g)
             attrs[name] = v if v != g.lower() else None
         else:
             attrs[name] = g

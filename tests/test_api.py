@@ -221,3 +221,55 @@ def test_not_found_for_an_owner_never_told_an_unlinked_possession_and_an_untold_
     assert not not_found("Where is Claire's vet practice?")
     assert not not_found("Who went fishing with Barry?")
     app.close()
+
+
+def test_a_question_asking_only_for_an_attribute_is_answered_by_the_entity_holding_it(settings) -> None:  # type: ignore[no-untyped-def]
+    """An imported service schema (no ids): "What is the city where bus is leaving from?" names
+    nothing, so the entity holding from_location is the structured answer, listed first; a
+    question that names someone else ("Maria's bus") does not get that entity as its answer."""
+    from datetime import UTC, datetime, timedelta
+
+    from appliance.domain.importers import from_sgd
+    from appliance.domain.loading import parse_schema
+    from appliance.testing import FakeEmbedder
+
+    def slot(name: str, description: str) -> dict[str, object]:
+        return {"name": name, "description": description, "is_categorical": False, "possible_values": []}
+
+    service = {
+        "service_name": "Buses_9",
+        "description": "Bus tickets",
+        "slots": [
+            slot("from_location", "City where bus is leaving from"),
+            slot("to_location", "City where bus is going to"),
+            slot("travelers", "Number of travelers"),
+        ],
+        "intents": [
+            {
+                "name": "FindBus",
+                "description": "Find a bus journey",
+                "is_transactional": False,
+                "required_slots": ["from_location", "to_location"],
+                "optional_slots": {},
+                "result_slots": [],
+            }
+        ],
+    }
+    app = Appliance(
+        schema=parse_schema(from_sgd(service)),
+        db=settings.home / "b.duckdb",
+        model=FakeEngine(),
+        settings=settings,
+        embedder=FakeEmbedder(),
+    )
+    t0 = datetime(2026, 3, 1, 9, tzinfo=UTC)
+    for i, text in enumerate(["I need a bus for two people", "Leaving from Portland to Seattle"]):
+        app.record(text, "d1", now=t0 + timedelta(minutes=i))
+    later = t0 + timedelta(hours=1)
+    res = app.recall("What is the city where bus is leaving from?", "d1", now=later)
+    assert [h.path for h in res.hits] == ["attribute"]
+    assert res.hits[0].entity.attributes["from_location"] == "Portland"
+    assert res.context.splitlines()[0] == "Answer:" and "from_location=Portland" in res.context.splitlines()[1]
+    named = app.recall("What is the city where Maria's bus is leaving from?", "d1", now=later)
+    assert all(h.path != "attribute" for h in named.hits)
+    app.close()

@@ -47,6 +47,7 @@ TOP_K = 10  # memories in the fused ranking the context shows
 # USE v3, and so do unrelated neighbours ("dog" / "cat"): the rule stays on the safe side.
 WEAK_SEMANTIC = 0.3
 CHANNEL_DEPTH = 30  # memories each channel contributes before fusion
+ATTRIBUTE_ANSWERS = 3  # entities listed as the answer to a question asking for an attribute
 
 
 class RecallService:
@@ -134,6 +135,14 @@ class RecallService:
         ]
         signals: dict[str, Any] = {"top_semantic": top_semantic, "keys": facts.keys, "residual": facts.residual}
         not_found = self._not_found(schema, facts, matched_keys, named, scope, signals, now)
+        if not answer and not not_found and facts.attributes and not (facts.keys or facts.pieces or facts.residual):
+            # the question names nothing and says nothing beyond the schema's words, but asks for
+            # an attribute: the entities holding it are the structured answer ("Which city is the
+            # user leaving from?" → the journey's value; "When is Leo's birthday?" names Leo, and
+            # another person's birthday is no answer to it)
+            asked = self.store.entities.holding(scope, facts.attributes, ATTRIBUTE_ANSWERS)
+            per = self.store.records.for_entities(scope, [(e.type, e.id) for e in asked], per_entity=3)
+            answer = [RecallHit(entity=e, memories=per.get((e.type, e.id), []), path="attribute") for e in asked]
         result = RecallResult(
             question=question,
             query=query,

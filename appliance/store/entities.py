@@ -302,6 +302,23 @@ class EntitiesRepo:
         )
         return [(entity_from_row(r[:8]), r[8], float(r[9])) for r in rows]
 
+    def holding(self, session: str | None, attributes: Sequence[tuple[str, str]], limit: int = 3) -> list[Entity]:
+        """Entities holding a value of one of ``attributes`` ((entity type, name)), the newest
+        values first: "what is the city the journey starts from?" is answered by the journey."""
+        if not attributes:
+            return []
+        where, params = session_clause("e.session_id", session)
+        cond = " OR ".join(
+            "(e.entity_type = ? AND json_extract_string(e.attributes, ?) IS NOT NULL)" for _ in attributes
+        )
+        args = [p for etype, name in attributes for p in (etype, f'$."{name}"')]  # schema-checked names
+        rows = self.db.fetch(
+            f"SELECT {ENTITY_SELECT} FROM entities e WHERE ({cond}){where} "
+            "ORDER BY coalesce(e.as_of, e.updated_at) DESC, e.updated_at DESC LIMIT ?",
+            [*args, *params, limit],
+        )
+        return [entity_from_row(r) for r in rows]
+
     def of_types(self, session: str | None, types: Sequence[str], limit: int = 50) -> list[Entity]:
         """The session's entities of these types, most recently changed first."""
         if not types:

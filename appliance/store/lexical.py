@@ -45,10 +45,11 @@ class LexicalRepo:
     def index(self, con: duckdb.DuckDBPyConnection, memory_id: str, session: str, terms: Sequence[str]) -> None:
         """Write one memory's postings inside the caller's transaction."""
         counts = Counter(terms)
-        if counts:
-            con.executemany(
-                "INSERT INTO lexical_terms (memory_id, session_id, term, tf, length) VALUES (?, ?, ?, ?, ?)",
-                [[memory_id, session, t, n, len(terms)] for t, n in counts.items()],
+        if counts:  # one statement over two arrays: executemany costs ~30 ms for a long message
+            con.execute(
+                "INSERT INTO lexical_terms (memory_id, session_id, term, tf, length) "
+                "SELECT ?, ?, unnest(?::VARCHAR[]), unnest(?::INTEGER[]), ?",
+                [memory_id, session, list(counts), list(counts.values()), len(terms)],
             )
         con.execute("INSERT OR REPLACE INTO lexical_docs VALUES (?, ?, ?)", [memory_id, session, len(terms)])
 

@@ -273,3 +273,33 @@ def test_a_question_asking_only_for_an_attribute_is_answered_by_the_entity_holdi
     named = app.recall("What is the city where Maria's bus is leaving from?", "d1", now=later)
     assert all(h.path != "attribute" for h in named.hits)
     app.close()
+
+
+def test_not_found_for_two_chinese_things_told_but_never_together(settings) -> None:  # type: ignore[no-untyped-def]
+    """ "我弟弟的女朋友" where a brother and a girlfriend are both told, never together, is not
+    found; "X的Y" told together is, and a relative clause ("舅舅开的川菜馆", where the memory
+    says "舅舅在成都开了一家川菜馆") is never taken for a missing owner."""
+    from datetime import UTC, datetime, timedelta
+
+    from appliance.testing import FakeEmbedder
+
+    app = Appliance(
+        schema="personal_memory",
+        db=settings.home / "z.duckdb",
+        model=FakeEngine(),
+        settings=settings,
+        embedder=FakeEmbedder(),
+    )
+    t0 = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
+    told = ["我的女朋友叫韩梅梅，她是老师。", "我有个弟弟叫李明，在北京读书。", "舅舅在成都开了一家川菜馆。"]
+    for i, text in enumerate(told):  # a day apart: no turn inherits the words of another
+        app.record(text, "z", now=t0 + timedelta(days=i))
+    later = t0 + timedelta(days=10)
+
+    def not_found(question: str) -> str:
+        return app.recall(question, "z", now=later).not_found
+
+    assert "'弟弟'" in not_found("我弟弟的女朋友叫什么？") and "'女朋友'" in not_found("我弟弟的女朋友叫什么？")
+    assert not not_found("我的女朋友叫什么？")
+    assert not not_found("舅舅开的川菜馆叫什么？")
+    app.close()

@@ -89,6 +89,9 @@ class Lexicon:
     fillers: tuple[str, ...] = ()  # chat fillers that never start a value ("please", "吧")
     name_titles: tuple[str, ...] = ()  # "Mr", "Dr", "先生" (a name is next to one)
     possessive_suffixes: tuple[str, ...] = ()  # "'s": the word before one owns what follows ("dog's name")
+    # a particle between an owner and what it owns that also ends relative clauses ("弟弟*的*女朋友",
+    # "舅舅开*的*餐馆"): the two are only checked to be told together, never taken as missing
+    linking_particles: tuple[str, ...] = ()
     name_joiners: tuple[str, ...] = ()  # lower-case words inside a name ("Bank of America")
     name_suffixes: tuple[str, ...] = ()  # a name often ends with one ("…饭店", "…公园"): where to cut a CJK piece
     address_suffixes: tuple[str, ...] = ()  # "Street", "Ave", "路", "号"

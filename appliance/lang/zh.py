@@ -59,6 +59,7 @@ LEXICON = Lexicon(
     all_sessions=("所有会话",),
     recent_words=("最近", "最新", "上一次", "刚才"),
     amount_questions=("多少钱",),
+    linking_particles=("的",),
     when_words=("什么时候", "哪天", "几号", "何时", "哪一天"),
     negations=("没有", "没", "未", "不"),
     negation_bridges=("已经", "已", "有"),

@@ -16,6 +16,8 @@
 * **possessions** — (owner, owned) term pairs of possessives ("Barry's wife" → barry, wife;
   "my dog's name" → dog, none when the owned word is the schema's): the question is about the
   owner, and about the owned thing as the owner's.
+* **links** — CJK "X的Y" piece pairs ("我弟弟的女朋友" → 弟弟, 女朋友): 的 also ends relative
+  clauses ("舅舅开的餐馆"), so X and Y are only checked to be told together somewhere.
 * **recent** / **when** / **amount** — it asks for recent things ("latest", "最近"), for a time,
   or for an amount ("how much", "多少钱").
 * **terms** — its lexical terms (the function memories are indexed with).
@@ -30,7 +32,7 @@ from datetime import date, datetime
 
 from ..domain.schema import MemorySchema
 from ..extract.spans import find_spans
-from ..lang import alternation, has_cjk
+from ..lang import Language, alternation, has_cjk
 from ..lang.dates import find_dates
 from ..lang.segment import cjk_pieces, index_terms, tokens
 
@@ -46,6 +48,7 @@ class QuestionFacts:
     attribute_terms: list[str] = field(default_factory=list)  # the question's words naming them
     residual: list[str] = field(default_factory=list)
     possessions: list[tuple[str, str | None]] = field(default_factory=list)
+    links: list[tuple[str, str]] = field(default_factory=list)  # CJK "X的Y": (X, Y) pieces
     recent: bool = False
     when: bool = False
     amount: bool = False
@@ -154,7 +157,24 @@ def question_facts(schema: MemorySchema, question: str, now: datetime) -> Questi
         facts.residual = [
             "|".join(sorted(g, key=len)) for g in groups.values() if not any(set(index_terms(p)) <= vocab for p in g)
         ]
+        facts.links = _links(lang, question, vocab)
     return facts
+
+
+def _links(lang: Language, question: str, vocab: frozenset[str]) -> list[tuple[str, str]]:
+    """(X, Y) for each "X的Y" whose X and Y are content pieces right beside the particle
+    ("我弟弟的女朋友" → 弟弟, 女朋友; not "团子看病去的是…": a function word stands next to it)."""
+    particles = lang.lex.linking_particles
+    out: list[tuple[str, str]] = []
+    for tok in tokens(question):
+        if not tok.cjk:
+            continue
+        pieces = cjk_pieces(lang, tok)
+        for left, right in zip(pieces, pieces[1:]):
+            between = question[left.end : right.start]
+            if between in particles and not set(index_terms(right.text)) <= vocab:
+                out.append((left.text, right.text))
+    return out
 
 
 def _possessions(

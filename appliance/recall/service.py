@@ -187,6 +187,12 @@ class RecallService:
             # its previous turn's, so "Barry came. His wife too." counts as together)
             if owned and owned not in absent and not self.store.lexical.held(scope, [owner, owned]):
                 return f"nothing stored links {owner!r} with {owned!r}."
+        for owner, owned in facts.links:
+            # "我弟弟的女朋友": a brother and a girlfriend are both told, never together
+            mine, its = index_terms(owner), index_terms(owned)
+            lex = self.store.lexical
+            if lex.held(scope, mine) and lex.held(scope, its) and not lex.held(scope, mine + its):
+                return f"nothing stored links {owner!r} with {owned!r}."
         if absent and signals.get("top_semantic", 0.0) < WEAK_SEMANTIC:
             return f"nothing stored mentions {', '.join(repr(w.split('|')[-1]) for w in absent)}."
         return self._lacking(schema, facts, named, scope, now) or self._no_amount(schema, facts, scope, now)

@@ -272,6 +272,10 @@ def test_a_question_asking_only_for_an_attribute_is_answered_by_the_entity_holdi
     assert res.context.splitlines()[0] == "Answer:" and "from_location=Portland" in res.context.splitlines()[1]
     named = app.recall("What is the city where Maria's bus is leaving from?", "d1", now=later)
     assert all(h.path != "attribute" for h in named.hits)
+    # a typed attribute asked (a number): the memories stating a number are found by their shape
+    counted = app.recall("What is the number of travelers?", "d1", now=later)
+    shaped = {m.memory.source_text for m in counted.memories if "shape" in m.paths}
+    assert shaped == {"I need a bus for two people"}
     app.close()
 
 

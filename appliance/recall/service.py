@@ -24,6 +24,7 @@ from typing import Any
 
 from ..domain.records import Entity, MemoryRecord, RankedMemory, RecallHit, RecallQuery, RecallResult
 from ..domain.schema import MemorySchema
+from ..extract.evidence import allowed_kinds
 from ..extract.spans import find_spans
 from ..lang import has_cjk
 from ..lang.segment import index_terms
@@ -120,6 +121,17 @@ class RecallService:
                 top_semantic = found[0][1] if found else 0.0
             except Exception:  # noqa: BLE001 - the other channels stand on their own
                 pass
+        typed = _typed_kinds(schema, facts.attributes) if not facts.residual else frozenset()
+        if typed:
+            # the question asks for an attribute that takes a typed value (a number, a date, a
+            # time) and for nothing else ("What gift did I buy for his birthday?" asks for a
+            # gift): among the candidates so far, the memories stating a value of that shape
+            pool = [f.memory_id for f in fuse({k: v for k, v in channels.items() if v}, self.weights)[:CHANNEL_DEPTH]]
+            channels["shape"] = [
+                r.memory_id
+                for r in sorted(self.store.records.by_ids(pool), key=lambda r: r.timestamp, reverse=True)
+                if any(sp.kind in typed for sp in find_spans(schema.language, r.source_text, r.timestamp))
+            ]
         fused = fuse({k: v for k, v in channels.items() if v}, self.weights)[:TOP_K]
         if len(fused) < TOP_K:  # a short list: the weaker neighbours after it, never before
             listed = {f.memory_id for f in fused}
@@ -281,6 +293,19 @@ def _alike(schema: MemorySchema, asked: list[tuple[str, str]]) -> list[tuple[str
             if b.name != name and b.kind == a.kind and b.format == a.format and (etype, b.name) not in asked
         ]
     return list(dict.fromkeys(out))
+
+
+def _typed_kinds(schema: MemorySchema, asked: list[tuple[str, str]]) -> frozenset[str]:
+    """The span kinds the asked attributes take, when every one of them takes a typed value
+    (no free text): empty otherwise."""
+    kinds: set[str] = set()
+    for etype, name in asked:
+        a = schema.entity(etype).attribute(name) if etype in schema.entity_names else None
+        allowed = allowed_kinds(a) if a is not None else frozenset()
+        if not allowed or allowed & {"text", "address"}:
+            return frozenset()
+        kinds |= allowed
+    return frozenset(kinds)
 
 
 def _constrains(q: RecallQuery) -> bool:

@@ -1,8 +1,9 @@
 """One ranking from several recall channels: weighted reciprocal-rank fusion.
 
 Each channel (structured query, matched entities, asked attribute, time range, lexical BM25,
-semantic vectors, the shape of the asked attribute's values) returns memories in its own order. A memory's fused score is the sum over the channels that
-found it of ``weight / (K + rank)``; every memory appears once, with every path that found it.
+semantic vectors, the shape of the asked attribute's values) returns memories in its own order.
+A memory's fused score is the sum over the channels that found it of ``weight / (K + rank)``;
+every memory appears once, with every path that found it.
 RRF needs no score calibration between channels (BM25 scores and cosines do not compare). All
 weights are 1; the attribute channel's was swept on the conversational set (0.5: hit@5 0.95,
 MRR 0.69; 1: 0.96, 0.70; 2: 0.83, 0.58), the shape channel's on both sets (conversations /

@@ -186,7 +186,11 @@ def test_yes_no_values_come_from_all_of_the_attributes_own_words_outside_other_v
             "languages": ["en", "zh"],
             "entities": {
                 "Flight": {
-                    "attributes": [{"name": "arrives_next_day", "kind": "boolean"}, {"name": "city", "kind": "string"}],
+                    "attributes": [
+                        {"name": "arrives_next_day", "kind": "boolean"},
+                        {"name": "city", "kind": "string"},
+                        {"name": "WiFi", "kind": "boolean"},
+                    ],
                     "id_attribute": None,
                 },
                 "酒店": {
@@ -212,6 +216,7 @@ def test_yes_no_values_come_from_all_of_the_attributes_own_words_outside_other_v
         return {a: cs[0].value for a, cs in found.items() if schema.entity(entity).attribute(a).kind == "boolean"}  # type: ignore[union-attr]
 
     assert told("Flight", "It arrives the next day") == {"arrives_next_day": True}
+    assert told("Flight", "Is there wifi on board? I need wifi") == {"WiFi": True}  # one word, two parts
     assert told("Flight", "It does not arrive the next day") == {"arrives_next_day": False}
     assert told("Flight", "Going to Seattle next Thursday.") == {}  # "next" belongs to a date
     assert told("Flight", "I want to arrive in Philadelphia.") == {}  # one of its words only

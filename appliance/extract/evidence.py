@@ -401,7 +401,8 @@ class SchemaEvidence:
         ("租车" in "出租车", "早餐服务" in "早餐服务免费")."""
         typed = [(s.start, s.end) for s in spans if s.kind != "text"]
         words = [(i, i + len(w)) for w in self._schema_cjk_words for i in _occurrences(low, w.lower())]
-        if not all(_part_positions(low, p.lower()) for p in info.bool_parts):
+        whole = "".join(info.bool_parts).lower()  # "WiFi" is its parts written as one word
+        if not _part_positions(low, whole) and not all(_part_positions(low, p.lower()) for p in info.bool_parts):
             return []  # "arrive in Philadelphia" does not state arrives_next_day
         for part in info.bool_parts:
             p = part.lower()

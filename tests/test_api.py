@@ -189,15 +189,7 @@ def test_not_found_for_an_owner_never_told_an_unlinked_possession_and_an_untold_
     is said to be not found — and a stored amount, or a possession told together, is not."""
     from datetime import UTC, datetime, timedelta
 
-    from appliance.testing import FakeEmbedder
-
-    app = Appliance(
-        schema="personal_memory",
-        db=settings.home / "p.duckdb",
-        model=FakeEngine(),
-        settings=settings,
-        embedder=FakeEmbedder(),
-    )
+    app = _fake_app(settings, "personal_memory", "p.duckdb")
     t0 = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
     told = [
         "Barry came fishing with me on the lake",
@@ -231,7 +223,6 @@ def test_a_question_asking_only_for_an_attribute_is_answered_by_the_entity_holdi
 
     from appliance.domain.importers import from_sgd
     from appliance.domain.loading import parse_schema
-    from appliance.testing import FakeEmbedder
 
     def slot(name: str, description: str) -> dict[str, object]:
         return {"name": name, "description": description, "is_categorical": False, "possible_values": []}
@@ -255,13 +246,7 @@ def test_a_question_asking_only_for_an_attribute_is_answered_by_the_entity_holdi
             }
         ],
     }
-    app = Appliance(
-        schema=parse_schema(from_sgd(service)),
-        db=settings.home / "b.duckdb",
-        model=FakeEngine(),
-        settings=settings,
-        embedder=FakeEmbedder(),
-    )
+    app = _fake_app(settings, parse_schema(from_sgd(service)), "b.duckdb")
     t0 = datetime(2026, 3, 1, 9, tzinfo=UTC)
     for i, text in enumerate(["I need a bus for two people", "Leaving from Portland to Seattle"]):
         app.record(text, "d1", now=t0 + timedelta(minutes=i))
@@ -285,15 +270,7 @@ def test_not_found_for_two_chinese_things_told_but_never_together(settings) -> N
     says "舅舅在成都开了一家川菜馆") is never taken for a missing owner."""
     from datetime import UTC, datetime, timedelta
 
-    from appliance.testing import FakeEmbedder
-
-    app = Appliance(
-        schema="personal_memory",
-        db=settings.home / "z.duckdb",
-        model=FakeEngine(),
-        settings=settings,
-        embedder=FakeEmbedder(),
-    )
+    app = _fake_app(settings, "personal_memory", "z.duckdb")
     t0 = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
     told = ["我的女朋友叫韩梅梅，她是老师。", "我有个弟弟叫李明，在北京读书。", "舅舅在成都开了一家川菜馆。"]
     for i, text in enumerate(told):  # a day apart: no turn inherits the words of another
@@ -307,3 +284,12 @@ def test_not_found_for_two_chinese_things_told_but_never_together(settings) -> N
     assert not not_found("我的女朋友叫什么？")
     assert not not_found("舅舅开的川菜馆叫什么？")
     app.close()
+
+
+def _fake_app(settings, schema: object, db: str) -> Appliance:  # type: ignore[no-untyped-def]
+    """An appliance on ``schema`` with the fake model and encoder (the logic under test is not theirs)."""
+    from appliance.testing import FakeEmbedder
+
+    return Appliance(
+        schema=schema, db=settings.home / db, model=FakeEngine(), settings=settings, embedder=FakeEmbedder()
+    )  # type: ignore[arg-type]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -286,10 +287,10 @@ def test_not_found_for_two_chinese_things_told_but_never_together(settings) -> N
     app.close()
 
 
-def _fake_app(settings, schema: object, db: str) -> Appliance:  # type: ignore[no-untyped-def]
+def _fake_app(settings, schema: Any, db: str) -> Appliance:  # type: ignore[no-untyped-def]
     """An appliance on ``schema`` with the fake model and encoder (the logic under test is not theirs)."""
     from appliance.testing import FakeEmbedder
 
     return Appliance(
         schema=schema, db=settings.home / db, model=FakeEngine(), settings=settings, embedder=FakeEmbedder()
-    )  # type: ignore[arg-type]
+    )

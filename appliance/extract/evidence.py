@@ -169,6 +169,14 @@ class _AttrInfo:
     enum_words: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
+@dataclass
+class _Occupied:
+    """Stretches of one message a yes/no word cannot stand in (computed once per message)."""
+
+    typed: list[tuple[int, int]]  # typed values: dates, times, numbers, codes
+    words: list[tuple[int, int]]  # occurrences of the schema's CJK words
+
+
 def _readable(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").replace("-", " ").strip()
 
@@ -295,12 +303,17 @@ class SchemaEvidence:
         spans = spans + self._trimmed(text, spans)
         ctx = {s: f"{s.left} {s.text}".strip() if not has_cjk(s.text) else f"{s.left}{s.text}" for s in spans}
         vecs = self._encode_map(sorted({*ctx.values(), *(s.text for s in spans)}))
+        # where a yes/no word cannot stand: inside a typed value, or inside/across a schema word
+        occupied = _Occupied(
+            typed=[(s.start, s.end) for s in spans if s.kind != "text"],
+            words=[(i, i + len(w)) for w in self._schema_cjk_words for i in _occurrences(low, w.lower())],
+        )
         out: dict[str, list[Candidate]] = {}
         for name, info in infos.items():
             cands: list[Candidate] = []
             a = info.attr
             if a.kind == "boolean":
-                cands += self._boolean(info, text, low, spans)
+                cands += self._boolean(info, text, low, occupied)
             elif a.kind == "enum":
                 cands += self._enum(info, text, low, text_terms, spans, vecs)
             else:
@@ -394,13 +407,11 @@ class SchemaEvidence:
             f["written"] = float(s.written)
         return f
 
-    def _boolean(self, info: _AttrInfo, text: str, low: str, spans: list[Span]) -> list[Candidate]:
+    def _boolean(self, info: _AttrInfo, text: str, low: str, occupied: _Occupied) -> list[Candidate]:
         """Yes/no from the attribute's own words in the message (all of them): true unless negated
         right before, nothing when asked ("有没有会议室"). An occurrence says nothing when it lies inside a typed value ("*next*
         Thursday" is a date, not arrives_next_day) or inside or across another schema word
         ("租车" in "出租车", "早餐服务" in "早餐服务免费")."""
-        typed = [(s.start, s.end) for s in spans if s.kind != "text"]
-        words = [(i, i + len(w)) for w in self._schema_cjk_words for i in _occurrences(low, w.lower())]
         whole = "".join(info.bool_parts).lower()  # "WiFi" is its parts written as one word
         if not _part_positions(low, whole) and not all(_part_positions(low, p.lower()) for p in info.bool_parts):
             return []  # "arrive in Philadelphia" does not state arrives_next_day
@@ -408,9 +419,12 @@ class SchemaEvidence:
             p = part.lower()
             for pos in _part_positions(low, p):
                 end = _word_end(low, pos + len(p)) if p.isascii() else pos + len(p)
-                if any(a <= pos and end <= b for a, b in typed):
+                if any(a <= pos and end <= b for a, b in occupied.typed):
                     continue
-                if any(a < end and pos < b and (a, b) != (pos, end) and not (pos <= a and b <= end) for a, b in words):
+                if any(
+                    a < end and pos < b and (a, b) != (pos, end) and not (pos <= a and b <= end)
+                    for a, b in occupied.words
+                ):
                     continue
                 if self.lang.asked_at(low, pos):
                     return []

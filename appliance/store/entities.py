@@ -25,7 +25,7 @@ import duckdb
 from ..domain.records import Entity
 from ..errors import StaleUpdateError, StoreError
 from .database import Database, now, session_clause
-from .rows import ENTITY_SELECT, dumps, entity_from_row
+from .rows import ENTITY_SELECT, dumps, entity_from_row, holding_clause
 
 __all__ = ["Values", "merge_values", "EntitiesRepo"]
 
@@ -308,12 +308,9 @@ class EntitiesRepo:
         if not attributes:
             return []
         where, params = session_clause("e.session_id", session)
-        cond = " OR ".join(
-            "(e.entity_type = ? AND json_extract_string(e.attributes, ?) IS NOT NULL)" for _ in attributes
-        )
-        args = [p for etype, name in attributes for p in (etype, f'$."{name}"')]  # schema-checked names
+        cond, args = holding_clause(attributes, "e")
         rows = self.db.fetch(
-            f"SELECT {ENTITY_SELECT} FROM entities e WHERE ({cond}){where} "
+            f"SELECT {ENTITY_SELECT} FROM entities e WHERE {cond}{where} "
             "ORDER BY coalesce(e.as_of, e.updated_at) DESC, e.updated_at DESC LIMIT ?",
             [*args, *params, limit],
         )

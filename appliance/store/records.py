@@ -18,7 +18,15 @@ import duckdb
 from ..domain.records import MemoryRecord, Relationship
 from ..errors import StoreError
 from .database import Database, now, session_clause
-from .rows import MEMORY_COLUMNS, MEMORY_SELECT, dumps, memory_row, record_from_row, relationship_from_row
+from .rows import (
+    MEMORY_COLUMNS,
+    MEMORY_SELECT,
+    dumps,
+    holding_clause,
+    memory_row,
+    record_from_row,
+    relationship_from_row,
+)
 
 __all__ = ["RecordsRepo", "EDITABLE_FIELDS"]
 
@@ -204,10 +212,9 @@ class RecordsRepo:
         if not attributes:
             return []
         where, params = session_clause("session_id", session)
-        cond = " OR ".join("(entity_type = ? AND json_extract_string(attributes, ?) IS NOT NULL)" for _ in attributes)
-        args = [p for etype, name in attributes for p in (etype, f'$."{name}"')]  # schema-checked names
+        cond, args = holding_clause(attributes)
         rows = self.db.fetch(
-            f"SELECT memory_id FROM memories WHERE ({cond}){where} ORDER BY ts DESC LIMIT ?",
+            f"SELECT memory_id FROM memories WHERE {cond}{where} ORDER BY ts DESC LIMIT ?",
             [*args, *params, limit],
         )
         return [r[0] for r in rows]

@@ -108,3 +108,13 @@ def entity_from_row(row: Sequence[Any]) -> Entity:
 
 def relationship_from_row(row: Sequence[Any]) -> Relationship:
     return Relationship(type=row[0], source_type=row[1], source_id=row[2], target_type=row[3], target_id=row[4])
+
+
+def holding_clause(attributes: Sequence[tuple[str, str]], alias: str = "") -> tuple[str, list[Any]]:
+    """SQL (and its parameters) for "the row holds a value of one of ``attributes``" ((entity
+    type, name) pairs, names checked against the schema by the caller)."""
+    p = f"{alias}." if alias else ""
+    cond = " OR ".join(
+        f"({p}entity_type = ? AND json_extract_string({p}attributes, ?) IS NOT NULL)" for _ in attributes
+    )
+    return f"({cond})", [x for etype, name in attributes for x in (etype, f'$."{name}"')]

@@ -225,3 +225,34 @@ def test_lexical_postings_are_clustered_as_they_grow_and_rank_the_same(tmp_path,
     store.add_terms([("late", "s0", ["zebra", "tea"])])
     assert store.lexical.search("s0", ["zebra"], 5)[0][0] == "late"
     store.close()
+
+
+def test_entities_are_clustered_by_session_as_they_grow_and_match_the_same(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Past the clustering size the entities are rewritten in (session, type) order: every one
+    kept with its values and history, the key still enforced, names matched as before, later
+    entities found, and no rewrite again until they have doubled."""
+    from appliance.store import entities as entities_module
+
+    monkeypatch.setattr(entities_module, "CLUSTER_MIN", 50)
+    store = MemoryStore(tmp_path / "e.duckdb")
+    store.write_many(
+        [
+            _rec(f"m{i}", eid=f"{9000 + i}", amount=float(i)).model_copy(update={"session_id": f"s{i % 3}"})
+            for i in range(60)
+        ]
+    )
+    before = [store.entities.matching(f"s{i % 3}", [str(9000 + i)]) for i in (0, 7, 59)]
+    assert store.entities.needs_clustering()
+    store.maintain()
+    assert not store.entities.needs_clustering()
+    rows = store.db.fetch("SELECT session_id, entity_type FROM entities")
+    assert rows == sorted(rows) and len(rows) == 60 + 3  # 60 orders, one owner per session
+    assert [store.entities.matching(f"s{i % 3}", [str(9000 + i)]) for i in (0, 7, 59)] == before
+    assert store.entities.get("s1", "Order", "9007").attributes["amount"] == 7.0  # type: ignore[union-attr]
+    assert len(store.entities.history("s1", "Order", "9007")) == 1
+    with pytest.raises(duckdb.ConstraintException):
+        store.db.con.execute("INSERT INTO entities SELECT * FROM entities LIMIT 1")
+    store.write_many([_rec("late", eid="7777", amount=1.0).model_copy(update={"session_id": "s0"})])
+    assert store.entities.matching("s0", ["7777"])[0][0].id == "7777"
+    assert not store.entities.needs_clustering()
+    store.close()

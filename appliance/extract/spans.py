@@ -176,11 +176,12 @@ def _addresses(lang: Language, text: str, typed: list[Span], make: object) -> li
     Boulevard", "310 Sutter Street 4th Floor")."""
     suffixes = alternation(lang.lex.address_suffixes, boundary=True)
     # the words after the street word are a unit or floor only when capitalised or numbered
-    # ("… Street 4th Floor"), case-sensitively: "… Plaza with my friends", "… Avenue ASAP" end at
-    # the street word
+    # ("… Street 4th Floor", "… Drive b200"), case-sensitively: "… Plaza with my friends",
+    # "… Avenue ASAP" end at the street word; a full stop after the street word ends the
+    # sentence and the address ("1546 Maurice Lane. Just one person")
     rx = re.compile(
-        rf"\b\d{{1,6}}\s+(?:[A-Z][\w'.-]*\s+){{0,4}}(?:{suffixes})\.?"
-        rf"(?-i:(?:\s+(?:#?\d+\w*|[A-Z][a-z][\w'.-]*|[A-Z]\b)){{0,3}})",
+        rf"\b\d{{1,6}}\s+(?:[A-Z][\w'.-]*\s+){{0,4}}(?:{suffixes})(?:\.|"
+        rf"(?-i:(?:\s+(?:[A-Za-z]?#?\d+\w*|[A-Z][a-z][\w'.-]*|[A-Z]\b)){{0,3}}))",
         re.I,
     )
     out = []

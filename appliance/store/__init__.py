@@ -175,11 +175,13 @@ class MemoryStore:
 
     def maintain(self) -> None:
         """Keep the indexes fit for their size (retrain the vector lists, re-cluster the lexical
-        postings, when they have grown)."""
+        postings and the entities, when they have grown)."""
         if self.vectors.needs_training():
             self.vectors.train()
         if self.lexical.needs_clustering():
             self.lexical.cluster()
+        if self.entities.needs_clustering():
+            self.entities.cluster()
 
     def add_vectors(self, rows: Sequence[tuple[str, str, Sequence[float]]]) -> None:
         """Store vectors for records already stored (backfill after import or an encoder switch)."""

@@ -36,6 +36,7 @@ from appliance.domain.loading import load_schema  # noqa: E402
 from appliance.extract.extractor import Extractor  # noqa: E402
 from appliance.extract.spans import find_spans  # noqa: E402
 from appliance.lang import language_for  # noqa: E402
+from appliance.model.embed import shared_embedder  # noqa: E402
 from appliance.model.engine import LlamaCppEngine, available_models, resolve_model_path  # noqa: E402
 from appliance.model.grammar import GrammarCache  # noqa: E402
 
@@ -44,7 +45,7 @@ MODES = {
     "greedy": ("greedy", False, False),
     "grounded-raw": ("grounded", False, False),
     "grounded": ("grounded", True, True),
-    "grounded+sem": ("grounded", True, True),  # plus MiniLM similarity to the event examples
+    "grounded+sem": ("grounded", True, True),  # plus sentence-encoder similarity (--encoder)
 }
 
 
@@ -72,15 +73,15 @@ def evaluate(
     tmp: Path,
     case_set: str = "devset",
     errors: list[dict[str, Any]] | None = None,
+    encoder: str = "use3",
 ) -> dict[str, float]:
     schema = load_schema(PROJECT_ROOT / "schemas" / f"{domain}.json")
     cases = importlib.import_module(f"{case_set}.{domain}").CASES[:limit]
     kind, calibrate, lexical = MODES[mode]
     embedder = None
     if mode == "grounded+sem":
-        from appliance.model.embed import MiniLMEmbedder
-
-        embedder = MiniLMEmbedder()
+        # the product's sentence encoder (the attribute scorer was fitted with its similarities)
+        embedder = shared_embedder(encoder)
     x = Extractor(
         schema,
         engine,
@@ -123,6 +124,19 @@ def evaluate(
             id_ok += d.entity.id == eid
         pred = {k: _norm(v) for k, v in d.entity.attributes.items() if v is not None}
         gold = {k: _norm(v) for k, v in attrs.items() if v is not None}
+        if errors is not None:
+            for name in sorted(set(pred) | set(gold)):
+                if pred.get(name) != gold.get(name):
+                    errors.append(
+                        {
+                            "domain": domain,
+                            "mode": mode,
+                            "field": f"attributes.{name}",
+                            "text": text,
+                            "want": gold.get(name),
+                            "got": pred.get(name),
+                        }
+                    )
         tp += len(set(pred.items()) & set(gold.items()))
         fp += len(set(pred.items()) - set(gold.items()))
         fn += len(set(gold.items()) - set(pred.items()))
@@ -174,6 +188,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=10_000)
     ap.add_argument("--set", choices=("dev", "heldout"), default="dev")
     ap.add_argument("--errors", type=Path, help="write wrong fields here (JSON lines)")
+    ap.add_argument("--encoder", default="use3", help="sentence encoder of grounded+sem (use3 | minilm)")
     args = ap.parse_args()
     case_set = "devset" if args.set == "dev" else "heldout"
     errors: list[dict[str, Any]] | None = [] if args.errors else None
@@ -193,7 +208,7 @@ def main() -> None:
                         "domain": domain,
                         "mode": mode,
                         "set": args.set,
-                        **evaluate(engine, domain, mode, args.limit, Path(d) / model, case_set, errors),
+                        **evaluate(engine, domain, mode, args.limit, Path(d) / model, case_set, errors, args.encoder),
                     }
                     results.append(row)
                     print(json.dumps(row), file=sys.stderr, flush=True)

@@ -224,3 +224,56 @@ def test_yes_no_values_come_from_all_of_the_attributes_own_words_outside_other_v
     assert told("酒店", "找一家提供早餐服务免费的酒店") == {"酒店设施-早餐服务免费": True}
     assert told("酒店", "这家酒店没有租车") == {"酒店设施-租车": False}
     assert told("酒店", "这个酒店有没有会议室？") == {}  # asked, neither stated nor denied
+
+
+class _TopicEmbedder:
+    """A stand-in sentence encoder (not the model; the features' arithmetic is under test): a
+    text's vector counts its words per topic, so texts about people, transfers or sports align."""
+
+    name, dim = "topics", 4
+    TOPICS = ({"people", "travelers", "us"}, {"transfers", "stops"}, {"sports", "baseball", "games"}, {"music"})
+
+    def encode(self, texts):  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        out = []
+        for t in texts:
+            words = set(t.lower().replace(".", " ").split())
+            v = np.array([len(words & topic) for topic in self.TOPICS], dtype=float) + 0.01
+            out.append(v / np.linalg.norm(v))
+        return np.array(out)
+
+
+def test_a_number_is_read_with_what_it_counts_and_an_enum_value_with_its_margin_over_the_others() -> None:
+    from datetime import UTC
+
+    from appliance.domain.loading import parse_schema
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    schema = parse_schema(
+        {
+            "schema_version": "1.0",
+            "domain": "trips",
+            "entities": {
+                "Trip": {
+                    "attributes": [
+                        {"name": "travelers", "kind": "number", "description": "travelers"},
+                        {"name": "transfers", "kind": "number", "description": "transfers"},
+                        {"name": "category", "kind": "enum", "values": ["Sports", "Music"]},
+                    ],
+                    "id_attribute": None,
+                },
+            },
+            "event_types": [{"name": "noted", "entity": "Trip"}],
+        }
+    )
+    evidence = SchemaEvidence(schema, _TopicEmbedder())  # type: ignore[arg-type]
+    text = "Baseball games in Fresno for two people"
+    found = evidence.candidates(
+        "Trip", text, find_spans(schema.language, text, datetime(2026, 5, 1, tzinfo=UTC)), False
+    )
+    counted = {a: found[a][0].features["sim_counted"] for a in ("travelers", "transfers")}
+    assert counted["travelers"] > 0.9 > 0.1 > counted["transfers"]  # "two *people*"
+    by_value = {c.value: c.features for c in found["category"]}
+    assert by_value["Sports"]["enum_margin"] > 0.5 > by_value["Music"]["enum_margin"]

@@ -115,8 +115,36 @@ def test_an_address_ends_at_its_street_word_unless_a_unit_follows() -> None:
     assert addresses("I need a cab to 100 Van Ness Avenue ASAP!") == ["100 Van Ness Avenue"]
     assert addresses("a cab to 16 Mint Plaza with my friends") == ["16 Mint Plaza"]
     assert addresses("the office is at 310 Sutter Street 4th Floor") == ["310 Sutter Street 4th Floor"]
+    assert addresses("I want to head to 45 San Clemente Drive b200.") == ["45 San Clemente Drive b200"]
+    # a full stop after the street word ends the address with the sentence
+    assert addresses("I need to go to 1546 Maurice Lane. Just one person") == ["1546 Maurice Lane"]
     texts = [s.text for s in find_spans(lang, "Actually I need to go to Iberia instead.", now) if s.kind == "text"]
     assert "Iberia" in texts and "Iberia instead" not in texts
+
+
+def test_a_capitalised_function_word_stays_inside_a_name_but_never_ends_one() -> None:
+    from appliance.extract.spans import find_spans
+
+    lang = language_for(("en",))
+    now = datetime(2026, 5, 4)
+
+    def texts(text: str) -> list[str]:
+        return [s.text for s in find_spans(lang, text, now) if s.kind == "text"]
+
+    found = texts("Take me to Banquets Fine Indian Cuisine instead.")
+    assert "Banquets Fine Indian Cuisine" in found
+    assert not any(t.split()[0] == "Fine" or t.split()[-1] == "Fine" for t in found)
+    assert texts("That's fine. Great Thanks") == []  # sentence-initial, lower-case: no name
+    assert "kind" not in " ".join(texts("find comic kind of movies"))  # "kind of" is no value
+
+
+def test_derived_words_share_a_root_and_short_words_keep_their_ending() -> None:
+    en = language_for(("en",))
+    assert en.root("directed") == en.root("director") == "direct"
+    assert en.root("starring") == en.root("starred") == "star"
+    assert en.root("travelers") != en.root("transfers")
+    assert [en.root(w) for w in ("order", "rider", "actor", "leo")] == ["order", "rider", "actor", "leo"]
+    assert language_for(("zh",)).root("导演") == "导演"
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,11 @@ their aliases. For a message, every (attribute, span) pair the gate admits gets 
 
 * ``sim_ctx`` / ``sim_bare`` — sentence-encoder similarity between the attribute's label and
   the span with its left context ("leaving from Seattle") / the span alone;
-* ``cue`` — the attribute's own words stand around the span ("three *bedrooms*", "*人均消费*是
+* ``cue`` — the attribute's own words (or their kin: "*directed* by" for a director, roots
+  from the language pack) stand around the span ("three *bedrooms*", "*人均消费*是
   100-150元"); ``adjacent`` — its name stands right before the span;
+* ``sim_counted`` — for a number, similarity between the label and the number with what it
+  counts ("two *people*": travelers, not transfers);
 * ``role`` — +1 when the cue before the span ("from", "到") has the role the label has
   (origin/destination), −1 when it has the opposite one;
 * ``schema_word`` — the span is made of the schema's own words ("movie", "酒店"): a value
@@ -16,7 +19,8 @@ their aliases. For a message, every (attribute, span) pair the gate admits gets 
 * shape features: ``capital`` (proper-noun shape), ``prep`` (after a preposition),
   ``quoted``, ``length``, ``money`` (an amount for an attribute about money).
 
-Enum attributes score their values (exact value or alias, distinctive words, similarity);
+Enum attributes score their values (exact value or alias, distinctive words, similarity, and
+``enum_margin``: how much better the value fits the words than the attribute's other values);
 boolean attributes fire on their distinctive name words, true unless negated. The network was
 fitted once on development dialogues (``bench/fit_weights.py``; its provenance is in
 ``scorer.json``); nothing here holds a word of any language or domain.
@@ -69,6 +73,8 @@ FEATURES = (
     "sim_entity",
     "bounded",
     "name_attr",
+    "sim_counted",
+    "enum_margin",
 )
 SCORER_FILE = Path(__file__).with_name("scorer.json")
 # Corrected examples (``examples.py``): a candidate whose context resembles the context of a value
@@ -160,7 +166,7 @@ class Candidate:
 class _AttrInfo:
     attr: Attribute
     label: str
-    cue_terms: frozenset[str]
+    cue_terms: frozenset[str]  # roots of its name's, description's and aliases' words
     name_forms: tuple[str, ...]  # the name as it may stand in text ("人均消费", "number of beds")
     role: str
     kinds: frozenset[str]
@@ -264,7 +270,7 @@ class SchemaEvidence:
             infos[a.name] = _AttrInfo(
                 attr=a,
                 label=label,
-                cue_terms=frozenset(cue),
+                cue_terms=self.lang.roots(frozenset(cue)),
                 name_forms=forms,
                 role=role,
                 kinds=allowed_kinds(a),
@@ -302,7 +308,8 @@ class SchemaEvidence:
         text_terms = self._terms(text)
         spans = spans + self._trimmed(text, spans)
         ctx = {s: f"{s.left} {s.text}".strip() if not has_cjk(s.text) else f"{s.left}{s.text}" for s in spans}
-        vecs = self._encode_map(sorted({*ctx.values(), *(s.text for s in spans)}))
+        counted = {s: _counted(s, self._stop) for s in spans if s.kind in ("number", "range") and not s.money}
+        vecs = self._encode_map(sorted({*ctx.values(), *(s.text for s in spans), *counted.values()}))
         # where a yes/no word cannot stand: inside a typed value, or inside/across a schema word
         occupied = _Occupied(
             typed=[(s.start, s.end) for s in spans if s.kind != "text"],
@@ -325,6 +332,8 @@ class SchemaEvidence:
                     f = self._features(info, s, label_vec, vecs.get(ctx[s]), vecs.get(s.text), low)
                     if entity_vec is not None and s.text in vecs:
                         f["sim_entity"] = float(np.dot(entity_vec, vecs[s.text]))
+                    if s in counted and label_vec is not None and counted[s] in vecs:
+                        f["sim_counted"] = float(np.dot(label_vec, vecs[counted[s]]))
                     if s.kind != "text":
                         f["unique_kind"] = float(takers.get(s.kind, 0) == 1)
                         f["only_span"] = float(kind_count.get(s.kind, 0) == 1)
@@ -370,13 +379,13 @@ class SchemaEvidence:
             f["sim_ctx"] = float(np.dot(label_vec, ctx_vec))
         if label_vec is not None and bare_vec is not None:
             f["sim_bare"] = float(np.dot(label_vec, bare_vec))
-        around = self._terms(f"{s.left} {s.right}")
+        around = self.lang.roots(self._terms(f"{s.left} {s.right}"))
         f["cue"] = min(1.0, len(around & info.cue_terms) / 2)
         # the word right next to it is one of the attribute's words ("3 *tickets*", "*人均消费*是")
         nearest = self._terms(" ".join(s.left.split()[-1:]) + " " + " ".join(s.right.split()[:1]))
         if has_cjk(s.left + s.right):
             nearest = self._terms(s.left[-4:] + " " + s.right[:4])
-        f["near_cue"] = float(bool(nearest & info.cue_terms))
+        f["near_cue"] = float(bool(self.lang.roots(nearest) & info.cue_terms))
         f["adjacent"] = float(_ends_with_any(s.left.lower(), info.name_forms))
         if info.role and s.role in ("origin", "destination"):
             f["role"] = 1.0 if s.role == info.role else -1.0
@@ -480,10 +489,31 @@ class SchemaEvidence:
                 ]
                 if sims:
                     sim, s = max(sims, key=lambda x: x[0])
-                    best = Candidate(a.name, v.value, s.text, s.start, s.end, {"bias": 1.0, "enum_sim": sim})
+                    # how much better this value fits the words than the attribute's other values
+                    # do ("Baseball Games": Sports 0.56, Music 0.31); a place name fits none
+                    rivals = [float(np.dot(value_vecs[o.value], vecs[s.text])) for o in a.values if o is not v]
+                    margin = sim - max(rivals) if rivals else 0.0
+                    best = Candidate(
+                        a.name, v.value, s.text, s.start, s.end, {"bias": 1.0, "enum_sim": sim, "enum_margin": margin}
+                    )
             if best is not None:
                 out.append(best)
         return out
+
+
+def _counted(s: Span, stop: frozenset[str]) -> str:
+    """A number with the words that say what it counts ("two *people*", "4 *of us*", "3*晚*"):
+    the thing counted tells which attribute takes it (travelers, not transfers), and it stands
+    after the number, outside the left-hand context the other similarities read. The words run
+    to the first content word ("two *bedroom* apartment": the apartment is not what is counted)."""
+    if has_cjk(s.right[:1]):
+        return f"{s.text}{s.right[:3]}"
+    after: list[str] = []
+    for word in re.findall(r"[\w'-]+", s.right)[:2]:
+        after.append(word)
+        if word.lower() not in stop:
+            break
+    return " ".join([s.text, *after])
 
 
 def _parts(name: str) -> list[str]:

@@ -254,6 +254,17 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
             and i + 1 < len(words)
             and words[i + 1].text[:1].isupper()
         )
+        # a capitalised function word inside a name ("Aria Dining & Banquets Fine Indian Cuisine")
+        inner_capital = (
+            current
+            and t.word
+            and len(t.text) > 1
+            and t.text[:1].isupper()
+            and current[-1].text[:1].isupper()
+            and i + 1 < len(words)
+            and words[i + 1].text[:1].isupper()
+            and not _overlaps(t.start, t.end, typed)
+        )
         comma_region = (
             current
             and t.text == ","
@@ -262,7 +273,7 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
             and words[i + 1].text[:1].isupper()
             and len(words[i + 1].text) <= 12
         )
-        if ok or joiner or comma_region:
+        if ok or joiner or inner_capital or comma_region:
             if current and text[current[-1].end : t.start].strip() not in ("", ",") and not comma_region:
                 runs.append(current)
                 current = []
@@ -281,10 +292,10 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
             continue
         n = len(run)
         for i in range(n):
-            if not run[i].word or run[i].low in joiners:
+            if not run[i].word or run[i].low in joiners or run[i].low in stop:
                 continue
             for j in range(i, min(n, i + MAX_TEXT_WORDS + 2)):
-                if not run[j].word or run[j].low in joiners:
+                if not run[j].word or run[j].low in joiners or run[j].low in stop:
                     continue
                 chunk = run[i : j + 1]
                 if sum(1 for t in chunk if t.word) > MAX_TEXT_WORDS:

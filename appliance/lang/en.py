@@ -122,7 +122,8 @@ _STOPWORDS = (
     "get got go going find look looking help let lets let's i'm i'd i'll i've it's that's there's what's don't "
     "doesn't didn't can't won't isn't aren't wasn't something anything everything nothing one ones thing things "
     "know think tell say said see make made give take way time day much many lot lots bit great good nice fine "
-    "cool alright right actually maybe perhaps either still yet instead asap anyway though already soon even ever"
+    "cool alright right actually maybe perhaps either still yet instead asap anyway though already soon even ever "
+    "kind kinds sort sorts quite rather somewhat"
 ).split()
 
 LEXICON = Lexicon(
@@ -344,6 +345,7 @@ LEXICON = Lexicon(
         ).split()
     ),
     fillers=("please", "thanks", "thank you", "ok", "okay", "so", "well", "um", "uh", "oh", "hi", "hello"),
+    derivation_suffixes=("ings", "ing", "ions", "ion", "ed", "ers", "er", "ors", "or"),
     possessive_suffixes=("'s", "’s"),
     name_titles=("mr", "mrs", "ms", "miss", "dr", "prof", "sir", "madam"),
     name_joiners=("of", "de", "la", "del", "du", "da", "van", "von", "the", "and", "&", "vs", "vs.", "v"),

@@ -71,6 +71,26 @@ class Language:
         cjk = has_cjk(word)
         return [p for p in self.packs if (p.script == "han") == cjk]
 
+    # --- words ------------------------------------------------------------------------------
+    @cached_property
+    def _derivations(self) -> tuple[str, ...]:
+        return tuple(sorted(self.lex.derivation_suffixes, key=len, reverse=True))
+
+    def root(self, term: str) -> str:
+        """The root a derived word shares with its kin ("directed", "director" → "direct";
+        "starring" → "star"), for matching cue words only: at least four letters stay, so short
+        words ("order", "rider") keep their ending."""
+        for suffix in self._derivations:
+            if term.endswith(suffix) and len(term) - len(suffix) >= 4:
+                base = term[: -len(suffix)]
+                if len(base) >= 5 and base[-1] == base[-2] and base[-1] not in "aeiouls":
+                    base = base[:-1]  # "starr-ing" → "star", "stopp-ed" → "stop"
+                return base
+        return term
+
+    def roots(self, terms: frozenset[str]) -> frozenset[str]:
+        return frozenset(self.root(t) for t in terms)
+
     # --- questions ----------------------------------------------------------------------
     @cached_property
     def _question(self) -> re.Pattern[str]:

@@ -88,6 +88,9 @@ class Lexicon:
     request_verbs: tuple[str, ...] = ()  # verbs of asking and doing ("book", "find", "预订"): not values
     fillers: tuple[str, ...] = ()  # chat fillers that never start a value ("please", "吧")
     name_titles: tuple[str, ...] = ()  # "Mr", "Dr", "先生" (a name is next to one)
+    # endings that derive words of one root ("directed", "director" → "direct"; "starring" →
+    # "star"): a cue word matches an attribute's word when their roots do
+    derivation_suffixes: tuple[str, ...] = ()
     possessive_suffixes: tuple[str, ...] = ()  # "'s": the word before one owns what follows ("dog's name")
     # a particle between an owner and what it owns that also ends relative clauses ("弟弟*的*女朋友",
     # "舅舅开*的*餐馆"): the two are only checked to be told together, never taken as missing

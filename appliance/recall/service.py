@@ -250,14 +250,17 @@ class RecallService:
         for e in named[:3]:
             subjects[e.id] = entity_memories.get((e.type, e.id), [])
         asked = set(facts.attribute_terms)
-        named_words = {t for e in named for t in index_terms(e.id)}
         for key in [*facts.keys, *facts.pieces]:
             terms = index_terms(key)
-            if not terms or set(terms) & asked or set(terms) <= named_words:
-                continue  # a word of the question naming the attribute, or a name already resolved
+            if not terms or set(terms) & asked:
+                continue  # a word of the question naming the attribute
             ids = self.store.lexical.holding(scope, terms, limit=30)
-            if ids:
-                subjects[key] = self.store.records.by_ids(ids)
+            if not ids:
+                continue
+            # a resolved name gathers the memories that say it too: one about Ingrid need not
+            # be linked to her entity ("Ingrid's birthday is on June 3" stored about no one)
+            owner = next((e.id for e in named[:3] if set(terms) <= set(index_terms(e.id))), key)
+            subjects.setdefault(owner, []).extend(self.store.records.by_ids(ids))
         if not subjects:
             return ""
         # a memory about the subject that names the attribute ("his birthday gift") may be what the

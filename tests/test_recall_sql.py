@@ -160,3 +160,27 @@ def test_attribute_names_are_bound_not_pasted() -> None:
         CS, RecallQuery(entity_type="Order", filters=[Filter(field="amount", op="gt", value=5)]), "A"
     )
     assert "amount" not in sql and '$."amount"' in params
+
+
+def test_a_record_is_about_the_days_its_text_states_whatever_entity_holds_it() -> None:
+    """The time filters read a record's days: its message day, its date values, and the dates
+    its text states — a record stored as a place (no date attribute) is still about April 5."""
+    from datetime import date
+
+    from appliance.domain.links import days_of
+
+    schema = load_schema(SCHEMAS / "personal_memory.json")
+    at = datetime(2026, 4, 9, 15, tzinfo=UTC)
+    place = make_record(
+        source_text="we took the kids to Harewood House on April 5",
+        timestamp=at,
+        event_type="place_mentioned",
+        entity_type="Place",
+        entity_id="Harewood House",
+        attributes={"place_name": "Harewood House"},
+    )
+    days = days_of(schema, place)
+    assert (date(2026, 4, 9), date(2026, 4, 9), "message") in days
+    assert (date(2026, 4, 5), date(2026, 4, 5), "text") in days
+    plain = make_record(source_text="nothing dated here", timestamp=at)
+    assert days_of(schema, plain) == [(date(2026, 4, 9), date(2026, 4, 9), "message")]

@@ -136,6 +136,9 @@ def test_a_capitalised_function_word_stays_inside_a_name_but_never_ends_one() ->
     assert not any(t.split()[0] == "Fine" or t.split()[-1] == "Fine" for t in found)
     assert texts("That's fine. Great Thanks") == []  # sentence-initial, lower-case: no name
     assert "kind" not in " ".join(texts("find comic kind of movies"))  # "kind of" is no value
+    assert "Ellie" in texts("Ellie's sunflowers are taller than me")  # the owner, not "Ellie's"
+    assert "Ellie's" not in texts("Ellie's sunflowers are taller than me")
+    assert "Denny's" in texts("Book a table at Denny's in San Jose")  # a name that is a possessive
 
 
 def test_derived_words_share_a_root_and_short_words_keep_their_ending() -> None:

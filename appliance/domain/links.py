@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import date
 from typing import Any
 
-from ..lang.dates import date_range
+from ..lang.dates import date_range, find_dates
 from .records import MAX_RELATIONSHIPS, EntityRef, MemoryRecord, Relationship
 from .schema import EntityType, MemorySchema
 
@@ -75,9 +75,16 @@ def mentions_of(schema: MemorySchema, entity: EntityType, attributes: Mapping[st
 
 
 def days_of(schema: MemorySchema, rec: MemoryRecord) -> list[tuple[date, date, str]]:
-    """The days a record is about: its message day, and each date value it holds (an ISO day or
-    month of a ``date``/``datetime`` attribute), with where each came from."""
+    """The days a record is about: its message day, each date value it holds (an ISO day or
+    month of a ``date``/``datetime`` attribute), and each date its text states (read against the
+    message time), with where each came from. The text's own dates keep a record findable by
+    day when extraction chose an entity without a date attribute ("we took the kids to Harewood
+    House on April 5" stored as a place)."""
     out: list[tuple[date, date, str]] = [(rec.timestamp.date(), rec.timestamp.date(), "message")]
+    for found in find_dates(schema.language, rec.source_text, rec.timestamp):
+        rng = (found.first, found.last) if found.first and found.last else date_range(found.value or "")
+        if rng is not None and (rng[0], rng[1]) not in {(a, b) for a, b, _ in out}:
+            out.append((rng[0], rng[1], "text"))
     ent = schema.entity(rec.entity_type) if rec.entity_type in schema.entity_names else None
     if ent is None:
         return out

@@ -196,6 +196,7 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
     lx = lang.lex
     stop = {w.lower() for w in (*lx.stopwords, *lx.fillers, *lx.prepositions, *lx.question_openers, *lx.request_verbs)}
     joiners = {w.lower() for w in lx.name_joiners}
+    possessive = tuple(w.lower() for w in lx.possessive_suffixes)
     out: list[Span] = []
     toks = tokens(text)
     # --- CJK: pieces between function words, a following "(…)" kept with its piece -------
@@ -301,6 +302,10 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
                 if sum(1 for t in chunk if t.word) > MAX_TEXT_WORDS:
                     break
                 start, end = chunk[0].start, chunk[-1].end
+                # an owner's name ends before its possessive when the thing owned follows
+                # ("Ellie's sunflowers": Ellie); a name that is a possessive stays ("Denny's")
+                if j + 1 < n and run[j + 1].word:
+                    end -= len(next((x for x in possessive if text[start:end].lower().endswith(x)), ""))
                 surface = text[start:end]
                 if not any(ch.isalpha() for ch in surface):
                     continue

@@ -27,11 +27,21 @@ import duckdb
 from ..errors import CorruptStoreError, StoreError, StoreLockedError
 from .migrations import DB_VERSION, MIGRATIONS
 
-__all__ = ["Database", "now", "session_clause", "DB_VERSION"]
+__all__ = ["Database", "now", "session_clause", "grown_since_rewrite", "DB_VERSION"]
 
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+def grown_since_rewrite(db: Database, rows: int, minimum: int, growth: float, meta_key: str) -> bool:
+    """Whether a table of ``rows`` rows is due for its ordered rewrite: it has ``minimum`` rows
+    and was never rewritten, or has grown ``growth`` times since the rewrite recorded under
+    ``meta_key``."""
+    if rows < minimum:
+        return False
+    row = db.fetch("SELECT value FROM meta WHERE key = ?", [meta_key])
+    return not row or rows >= growth * int(row[0][0])
 
 
 def session_clause(column: str, session: str | None, keyword: str = "AND") -> tuple[str, list[Any]]:

@@ -24,7 +24,7 @@ import duckdb
 
 from ..domain.records import Entity
 from ..errors import StaleUpdateError, StoreError
-from .database import Database, now, session_clause
+from .database import Database, grown_since_rewrite, now, session_clause
 from .rows import ENTITY_SELECT, dumps, entity_from_row, holding_clause
 
 __all__ = ["Values", "merge_values", "EntitiesRepo"]
@@ -312,11 +312,7 @@ class EntitiesRepo:
         return int(self.db.fetch("SELECT count(*) FROM entities")[0][0])
 
     def needs_clustering(self) -> bool:
-        n = self.count()
-        if n < CLUSTER_MIN:
-            return False
-        row = self.db.fetch("SELECT value FROM meta WHERE key = ?", [_CLUSTERED_AT])
-        return not row or n >= CLUSTER_GROWTH * int(row[0][0])
+        return grown_since_rewrite(self.db, self.count(), CLUSTER_MIN, CLUSTER_GROWTH, _CLUSTERED_AT)
 
     def cluster(self) -> None:
         """Rewrite the entities in (session, type) order, in one transaction, so that matching a

@@ -17,7 +17,7 @@ from datetime import date
 
 import duckdb
 
-from .database import Database, session_clause
+from .database import Database, grown_since_rewrite, session_clause
 
 __all__ = ["LexicalRepo", "K1", "B"]
 
@@ -116,11 +116,7 @@ class LexicalRepo:
         return [(r[0], float(r[1])) for r in rows]
 
     def needs_clustering(self) -> bool:
-        n = self.postings()
-        if n < CLUSTER_MIN:
-            return False
-        row = self.db.fetch("SELECT value FROM meta WHERE key = ?", [_CLUSTERED_AT])
-        return not row or n >= CLUSTER_GROWTH * int(row[0][0])
+        return grown_since_rewrite(self.db, self.postings(), CLUSTER_MIN, CLUSTER_GROWTH, _CLUSTERED_AT)
 
     def postings(self) -> int:
         return int(self.db.fetch("SELECT count(*) FROM lexical_terms")[0][0])

@@ -346,6 +346,7 @@ LEXICON = Lexicon(
     ),
     fillers=("please", "thanks", "thank you", "ok", "okay", "so", "well", "um", "uh", "oh", "hi", "hello"),
     derivation_suffixes=("ings", "ing", "ions", "ion", "ed", "ers", "er", "ors", "or"),
+    doubled_before_suffix="bdgmnprt",
     possessive_suffixes=("'s", "’s"),
     name_titles=("mr", "mrs", "ms", "miss", "dr", "prof", "sir", "madam"),
     name_joiners=("of", "de", "la", "del", "du", "da", "van", "von", "the", "and", "&", "vs", "vs.", "v"),

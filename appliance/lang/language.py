@@ -83,7 +83,7 @@ class Language:
         for suffix in self._derivations:
             if term.endswith(suffix) and len(term) - len(suffix) >= 4:
                 base = term[: -len(suffix)]
-                if len(base) >= 5 and base[-1] == base[-2] and base[-1] not in "aeiouls":
+                if len(base) >= 5 and base[-1] == base[-2] and base[-1] in self.lex.doubled_before_suffix:
                     base = base[:-1]  # "starr-ing" → "star", "stopp-ed" → "stop"
                 return base
         return term

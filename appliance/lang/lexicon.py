@@ -91,6 +91,7 @@ class Lexicon:
     # endings that derive words of one root ("directed", "director" → "direct"; "starring" →
     # "star"): a cue word matches an attribute's word when their roots do
     derivation_suffixes: tuple[str, ...] = ()
+    doubled_before_suffix: str = ""  # letters doubled before such an ending ("starr-ing" → "star")
     possessive_suffixes: tuple[str, ...] = ()  # "'s": the word before one owns what follows ("dog's name")
     # a particle between an owner and what it owns that also ends relative clauses ("弟弟*的*女朋友",
     # "舅舅开*的*餐馆"): the two are only checked to be told together, never taken as missing
@@ -140,6 +141,8 @@ def merge(packs: list[Lexicon]) -> Lexicon:
                 for k, v in d.items():
                     merged[k] = tuple(dict.fromkeys([*merged.get(k, ()), *v]))
             values[f.name] = merged
+        elif isinstance(items[0], str):
+            values[f.name] = "".join(dict.fromkeys("".join(items)))
         elif isinstance(items[0], dict):
             out: dict[Any, Any] = {}
             for d in reversed(items):

@@ -43,7 +43,7 @@ from zero_shot import (  # noqa: E402
 )
 
 from appliance.domain.schema import MemorySchema  # noqa: E402
-from appliance.extract.evidence import FEATURES, SCORER_FILE, Candidate, SchemaEvidence  # noqa: E402
+from appliance.extract.evidence import FEATURES, SCORER_FILE, Candidate, SchemaEvidence, Scorer  # noqa: E402
 from appliance.extract.extractor import assign  # noqa: E402
 from appliance.extract.spans import find_spans  # noqa: E402
 from appliance.model.embed import shared_embedder  # noqa: E402
@@ -267,6 +267,15 @@ def main() -> None:
     rows, check = collect(fit, schemas, evidences), collect(sample, schemas, evidences)
     x, y = matrix(rows)
     print(f"fit turns {len(fit)}, pairs {len(y)}, positive {int(y.sum())}", file=sys.stderr)
+    try:  # the shipped scorer on today's features: the before of a refit
+        shipped = Scorer()
+        print(
+            f"shipped scorer: fit split {slot_f1(rows, shipped.score, shipped.threshold)}; "
+            f"default sample {slot_f1(check, shipped.score, shipped.threshold)}",
+            file=sys.stderr,
+        )
+    except ValueError as exc:
+        print(f"shipped scorer: {exc}", file=sys.stderr)
     w = logistic(x, y)
     print("linear, threshold -1:", slot_f1(check, lambda a: a @ w, -1.0), file=sys.stderr)
     net = train_mlp(x, y)

@@ -174,15 +174,16 @@ def bench_store(tmp: Path, n: int) -> dict[str, float]:
     """Synthetic records through the real store code: per-record inserts for the first
     1000, set-based bulk inserts for the rest, then structured recall latencies."""
     schema = load_schema(PROJECT_ROOT / "schemas" / "customer_service.json")
+    schema_id = schema.schema_id  # a hash of the schema: once, not per record
     store = MemoryStore(tmp / f"store-{n}.duckdb")
     single = min(1000, n)
     t = time.perf_counter()
     for i in range(single):
-        store.add_record(_synthetic(schema.schema_id, i, n))
+        store.add_record(_synthetic(schema_id, i, n))
     single_rate = single / (time.perf_counter() - t)
     t = time.perf_counter()
     for start in range(single, n, 50_000):
-        store.write_many([_synthetic(schema.schema_id, i, n) for i in range(start, min(n, start + 50_000))])
+        store.write_many([_synthetic(schema_id, i, n) for i in range(start, min(n, start + 50_000))])
     bulk_rate = (n - single) / (time.perf_counter() - t) if n > single else 0.0
 
     def timed_queries(make: object, count: int) -> list[float]:
@@ -240,7 +241,7 @@ def bench_recall_channels(tmp: Path, n: int, sessions: int = 10) -> dict[str, fl
     zipf /= zipf.sum()
     centers = rng.normal(size=(200, 512)).astype(np.float32)
     store = MemoryStore(tmp / f"channels-{n}.duckdb", encoder="use3")
-    schema = load_schema(PROJECT_ROOT / "schemas" / "customer_service.json")
+    schema_id = load_schema(PROJECT_ROOT / "schemas" / "customer_service.json").schema_id
     t = time.perf_counter()
     for start in range(0, n, 50_000):
         size = min(50_000, n - start)
@@ -249,9 +250,7 @@ def bench_recall_channels(tmp: Path, n: int, sessions: int = 10) -> dict[str, fl
         for j in range(size):
             i = start + j
             text = " ".join(vocab[w] for w in words[j])
-            rec = _synthetic(schema.schema_id, i, n).model_copy(
-                update={"source_text": text, "session_id": f"s{i % sessions}"}
-            )
+            rec = _synthetic(schema_id, i, n).model_copy(update={"source_text": text, "session_id": f"s{i % sessions}"})
             recs.append(rec)
             docs.append((rec.memory_id, rec.session_id, index_terms(text)))
             c = centers[i % 200] + 0.6 * rng.normal(size=512).astype(np.float32)

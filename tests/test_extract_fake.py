@@ -218,6 +218,8 @@ def test_yes_no_values_come_from_all_of_the_attributes_own_words_outside_other_v
     assert told("Flight", "It arrives the next day") == {"arrives_next_day": True}
     assert told("Flight", "Is there wifi on board? I need wifi") == {"WiFi": True}  # one word, two parts
     assert told("Flight", "It does not arrive the next day") == {"arrives_next_day": False}
+    assert told("Flight", "I don't want any wifi") == {"WiFi": False}  # words between (pack bridges)
+    assert told("Flight", "The casino wifi works") == {"WiFi": True}  # "no" inside a word denies nothing
     assert told("Flight", "Going to Seattle next Thursday.") == {}  # "next" belongs to a date
     assert told("Flight", "I want to arrive in Philadelphia.") == {}  # one of its words only
     assert told("酒店", "我要从故宫坐出租车到酒店") == {}  # 租车 inside 出租车
@@ -277,3 +279,77 @@ def test_a_number_is_read_with_what_it_counts_and_an_enum_value_with_its_margin_
     assert counted["travelers"] > 0.9 > 0.1 > counted["transfers"]  # "two *people*"
     by_value = {c.value: c.features for c in found["category"]}
     assert by_value["Sports"]["enum_margin"] > 0.5 > by_value["Music"]["enum_margin"]
+
+
+def test_event_options_are_scored_up_to_the_token_that_tells_them_apart() -> None:
+    from appliance.model.scoring import decisive_prefixes
+
+    options = [[1, 7, 8, 9], [2, 7, 8, 9], [1, 5, 8, 9], [3], [3, 4]]
+    # [1, 7] shares [1] with [1, 5, ...]; [2] is alone at once; [3] is a prefix of [3, 4]: whole
+    assert decisive_prefixes(options) == [[1, 7], [2], [1, 5], [3], [3, 4]]
+    assert decisive_prefixes([[4, 4, 4]]) == [[4]]
+
+
+def test_a_denied_attribute_takes_the_enum_value_that_means_none() -> None:
+    from datetime import UTC
+
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    schema = _schema_of(
+        "films",
+        ["en", "zh"],
+        {
+            "Film": [
+                {"name": "subtitle_language", "kind": "enum", "values": ["None", "English", "Spanish"]},
+                {"name": "audio", "kind": "enum", "values": ["Stereo", "Mono"]},
+            ],
+            "电影": [{"name": "字幕", "kind": "enum", "values": ["无", "中文"]}],
+        },
+    )
+    evidence = SchemaEvidence(schema, None)
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+
+    def chosen(entity: str, text: str) -> dict[str, object]:
+        found = evidence.candidates(entity, text, find_spans(schema.language, text, now))
+        return {a: cs[0].value for a, cs in found.items() if cs[0].score > 0}
+
+    assert chosen("Film", "Play it with no subtitles please") == {"subtitle_language": "None"}
+    assert chosen("Film", "I don't want subtitles.") == {"subtitle_language": "None"}
+    assert chosen("Film", "Rent it without subtitles") == {"subtitle_language": "None"}
+    assert chosen("Film", "Play it with Spanish subtitles") == {"subtitle_language": "Spanish"}
+    assert "audio" not in chosen("Film", "No audio description")  # no value of audio means none
+    assert chosen("电影", "不要字幕") == {"字幕": "无"}
+
+
+def test_a_cjk_span_is_bounded_by_whole_function_words_not_by_a_character_of_one() -> None:
+    from datetime import UTC
+
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    schema = _schema_of("酒店", ["zh"], {"酒店": [{"name": "名称", "kind": "string"}]})
+    evidence = SchemaEvidence(schema, None)
+    text = "我喜欢北京龙鼎华鼎云酒店，电话多少？订单 30988"
+    spans = find_spans(schema.language, text, datetime(2026, 12, 1, tzinfo=UTC))
+    bounded = {
+        c.surface: c.features.get("bounded", 0.0) for c in evidence.candidates("酒店", text, spans, score=False)["名称"]
+    }
+    assert bounded["北京龙鼎华鼎云酒店"] == 1.0  # "喜欢" before, "，" after
+    assert bounded["京龙鼎华鼎云酒店"] == 0.0  # "北" is half a word
+    assert bounded.get("订单", 0.0) == 0.0  # digits after it: no boundary word
+
+
+def _schema_of(domain: str, languages: list[str], entities: dict[str, list[dict[str, object]]]):  # type: ignore[no-untyped-def]
+    """A schema of entities known by no id, one "noted" event about the first (evidence tests)."""
+    from appliance.domain.loading import parse_schema
+
+    return parse_schema(
+        {
+            "schema_version": "1.0",
+            "domain": domain,
+            "languages": languages,
+            "entities": {name: {"attributes": attrs, "id_attribute": None} for name, attrs in entities.items()},
+            "event_types": [{"name": "noted", "entity": next(iter(entities))}],
+        }
+    )

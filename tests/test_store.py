@@ -179,6 +179,25 @@ def test_vector_lists_are_trained_clustered_and_still_exact_for_a_stored_vector(
     store.close()
 
 
+def test_a_vector_batch_keeps_the_last_write_of_an_id_and_refuses_a_wrong_dimension(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Vectors are written in one statement from a frame: an id repeated in the batch is written
+    once (its last vector), and a vector of another encoder's size is refused before anything
+    is written."""
+    import numpy as np
+    import pytest
+
+    store = MemoryStore(tmp_path / "v.duckdb", encoder="use3")
+    first, last = np.eye(512, dtype=np.float32)[0], np.eye(512, dtype=np.float32)[1]
+    store.add_vectors([("a", "s", first.tolist()), ("b", "s", first.tolist()), ("a", "s", last.tolist())])
+    assert store.vectors.count() == 2
+    found = dict(store.vectors.search("s", last.tolist(), k=2))
+    assert found["a"] > 0.99 and found["b"] < 0.01
+    with pytest.raises(ValueError, match="512 dimensions"):
+        store.add_vectors([("c", "s", first.tolist()), ("d", "s", [0.1] * 384)])
+    assert store.vectors.count() == 2
+    store.close()
+
+
 def _bm25_postings(store: MemoryStore) -> list[tuple[str, str, list[str]]]:
     words = ["tea", "margaret", "cake", "train", "paris", "sugar", "dog", "rain"]
     return [(f"m{i}", f"s{i % 3}", [words[(i * k) % len(words)] for k in range(1, 2 + i % 5)]) for i in range(300)]

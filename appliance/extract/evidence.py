@@ -173,6 +173,17 @@ class _AttrInfo:
     money: bool
     bool_parts: tuple[str, ...] = ()
     enum_words: dict[str, frozenset[str]] = field(default_factory=dict)
+    absence: str | None = None  # the enum value that means "none" ("None" for no subtitles)
+
+
+@dataclass(frozen=True)
+class _SpanFacts:
+    """One span's attribute-independent evidence (``SchemaEvidence._span_facts``)."""
+
+    around: frozenset[str]  # roots of the words on either side
+    nearest: frozenset[str]  # roots of the word right next to it
+    left: str  # its left context, lower-cased
+    shape: dict[str, float]  # features of the span alone
 
 
 @dataclass
@@ -213,6 +224,10 @@ class SchemaEvidence:
         self._entity_labels = {e.name: e.description or _readable(e.name) for e in schema.entities}
         self._entity_vecs = self._encode_map(sorted(set(self._entity_labels.values())))
         self._name_suffixes = tuple(sorted(lx.name_suffixes, key=len, reverse=True))
+        # CJK has no spaces: a span is bounded when a whole function word (or punctuation, or
+        # the text's edge) stands next to it, not a character of one ("喜欢|北京…" vs "北|京…")
+        cjk_function = [*lx.stopwords, *lx.fillers, *lx.prepositions, *lx.request_verbs, *lx.question_words]
+        self._cjk_function = tuple(sorted({w for w in cjk_function if has_cjk(w)}, key=len, reverse=True))
 
     # --- schema-level ---------------------------------------------------------------------
     def _terms(self, text: str) -> frozenset[str]:
@@ -262,7 +277,10 @@ class SchemaEvidence:
                 p for p in _parts(a.name) if part_count.get(p, 0) < 3 and p.lower() not in self._stop and len(p) > 1
             )
             enum_words: dict[str, frozenset[str]] = {}
+            absence = None
             if a.kind == "enum":
+                none = {w.lower() for w in lx.absence_values}
+                absence = next((v.value for v in a.values if v.value.lower() in none), None)
                 all_terms = [self._terms(v.value) for v in a.values]
                 for v, terms in zip(a.values, all_terms):
                     others = set().union(*(t for t in all_terms if t is not terms)) if len(all_terms) > 1 else set()
@@ -277,6 +295,7 @@ class SchemaEvidence:
                 money=bool(words & money_words) or bool(a.unit and any(u.lower() in money_words for u in a.unit)),
                 bool_parts=bool_parts,
                 enum_words=enum_words,
+                absence=absence,
             )
         return infos
 
@@ -316,6 +335,7 @@ class SchemaEvidence:
             words=[(i, i + len(w)) for w in self._schema_cjk_words for i in _occurrences(low, w.lower())],
         )
         out: dict[str, list[Candidate]] = {}
+        facts: dict[Span, _SpanFacts] = {}
         for name, info in infos.items():
             cands: list[Candidate] = []
             a = info.attr
@@ -329,7 +349,9 @@ class SchemaEvidence:
                 for s in spans:
                     if s.kind not in info.kinds:
                         continue
-                    f = self._features(info, s, label_vec, vecs.get(ctx[s]), vecs.get(s.text), low)
+                    if s not in facts:
+                        facts[s] = self._span_facts(s)
+                    f = self._features(info, s, facts[s], label_vec, vecs.get(ctx[s]), vecs.get(s.text))
                     if entity_vec is not None and s.text in vecs:
                         f["sim_entity"] = float(np.dot(entity_vec, vecs[s.text]))
                     if s in counted and label_vec is not None and counted[s] in vecs:
@@ -371,24 +393,14 @@ class SchemaEvidence:
                     out.append(replace(s, start=s.start + len(w), text=s.text[len(w) :], value=s.text[len(w) :]))
         return out
 
-    def _features(
-        self, info: _AttrInfo, s: Span, label_vec: Any, ctx_vec: Any, bare_vec: Any, low: str
-    ) -> dict[str, float]:
-        f: dict[str, float] = {"bias": 1.0}
-        if label_vec is not None and ctx_vec is not None:
-            f["sim_ctx"] = float(np.dot(label_vec, ctx_vec))
-        if label_vec is not None and bare_vec is not None:
-            f["sim_bare"] = float(np.dot(label_vec, bare_vec))
+    def _span_facts(self, s: Span) -> _SpanFacts:
+        """What scoring needs of a span whatever the attribute: the roots of the words around it
+        and next to it, and the features of its shape (computed once per span, not per pair)."""
         around = self.lang.roots(self._terms(f"{s.left} {s.right}"))
-        f["cue"] = min(1.0, len(around & info.cue_terms) / 2)
-        # the word right next to it is one of the attribute's words ("3 *tickets*", "*人均消费*是")
         nearest = self._terms(" ".join(s.left.split()[-1:]) + " " + " ".join(s.right.split()[:1]))
         if has_cjk(s.left + s.right):
             nearest = self._terms(s.left[-4:] + " " + s.right[:4])
-        f["near_cue"] = float(bool(self.lang.roots(nearest) & info.cue_terms))
-        f["adjacent"] = float(_ends_with_any(s.left.lower(), info.name_forms))
-        if info.role and s.role in ("origin", "destination"):
-            f["role"] = 1.0 if s.role == info.role else -1.0
+        f: dict[str, float] = {"bias": 1.0}
         if s.kind in ("text", "address"):
             terms = self._terms(s.text)
             f["schema_word"] = float(bool(terms) and terms <= self.schema_terms)
@@ -399,21 +411,47 @@ class SchemaEvidence:
                 s.capital
                 or (has_cjk(s.text) and (s.text.endswith(self._name_suffixes) or s.text.endswith((")", "）"))))
             )
-            f["name_attr"] = float(info.attr.format == "name") * f["name_shape"]
-            nxt = s.right.split()[:1] if not has_cjk(s.right[:1]) else [s.right[:1]]
-            prev = s.left.split()[-1:] if not has_cjk(s.left[-1:]) else [s.left[-1:]]
-            f["bounded"] = float(
-                (not nxt or nxt[0].lower() in self._stop) and (not prev or prev[0].lower() in self._stop or bool(s.cue))
-            )
+            if has_cjk(s.text):
+                before, after = s.left.rstrip(), s.right.lstrip()
+                f["bounded"] = float(
+                    (not after or _punct(after[0]) or after.startswith(self._cjk_function))
+                    and (not before or _punct(before[-1]) or before.endswith(self._cjk_function) or bool(s.cue))
+                )
+            else:
+                nxt = s.right.split()[:1]
+                prev = s.left.split()[-1:]
+                f["bounded"] = float(
+                    (not nxt or nxt[0].lower() in self._stop)
+                    and (not prev or prev[0].lower() in self._stop or bool(s.cue))
+                )
             f["quoted"] = float(s.quoted)
             f["length"] = float(max(0, s.words - 1))
         else:
             f["typed"] = 1.0
         f["prep"] = float(bool(s.cue))
         if s.kind in ("number", "range"):
+            f["written"] = float(s.written)
+        return _SpanFacts(around=around, nearest=self.lang.roots(nearest), left=s.left.lower(), shape=f)
+
+    def _features(
+        self, info: _AttrInfo, s: Span, facts: _SpanFacts, label_vec: Any, ctx_vec: Any, bare_vec: Any
+    ) -> dict[str, float]:
+        f = dict(facts.shape)
+        if label_vec is not None and ctx_vec is not None:
+            f["sim_ctx"] = float(np.dot(label_vec, ctx_vec))
+        if label_vec is not None and bare_vec is not None:
+            f["sim_bare"] = float(np.dot(label_vec, bare_vec))
+        f["cue"] = min(1.0, len(facts.around & info.cue_terms) / 2)
+        # the word right next to it is one of the attribute's words ("3 *tickets*", "*人均消费*是")
+        f["near_cue"] = float(bool(facts.nearest & info.cue_terms))
+        f["adjacent"] = float(_ends_with_any(facts.left, info.name_forms))
+        if info.role and s.role in ("origin", "destination"):
+            f["role"] = 1.0 if s.role == info.role else -1.0
+        if s.kind in ("text", "address"):
+            f["name_attr"] = float(info.attr.format == "name") * f["name_shape"]
+        if s.kind in ("number", "range"):
             f["money"] = 1.0 if s.money and info.money else (-1.0 if s.money else 0.0)
             f["plain_for_money"] = float(info.money and not s.money)
-            f["written"] = float(s.written)
         return f
 
     def _boolean(self, info: _AttrInfo, text: str, low: str, occupied: _Occupied) -> list[Candidate]:
@@ -452,6 +490,15 @@ class SchemaEvidence:
     ) -> list[Candidate]:
         a = info.attr
         out: list[Candidate] = []
+        if info.absence is not None:
+            # the attribute's own word denied ("with *no subtitles*", "不要字幕"): the value
+            # that means none, with the evidence a denied yes/no word has
+            for part in info.bool_parts:
+                for pos in _part_positions(low, part.lower()):
+                    if self.lang.negated_at(low, pos) and not self.lang.asked_at(low, pos):
+                        end = _word_end(low, pos + len(part)) if part.isascii() else pos + len(part)
+                        feats = {"bias": 1.0, "boolean": 1.0}
+                        return [Candidate(a.name, info.absence, text[pos:end], pos, end, feats)]
         value_vecs = self._encode_map([v.value for v in a.values])
         for v in a.values:
             best: Candidate | None = None
@@ -499,6 +546,11 @@ class SchemaEvidence:
             if best is not None:
                 out.append(best)
         return out
+
+
+def _punct(ch: str) -> bool:
+    """Punctuation (not a letter, digit or CJK character): a boundary of a CJK value."""
+    return not ch.isalnum()
 
 
 def _counted(s: Span, stop: frozenset[str]) -> str:

@@ -40,7 +40,7 @@ from ..model.decode import choose, constrained_greedy, llguidance_greedy
 from ..model.engine import Engine
 from ..model.grammar import CompiledGrammar, GrammarCache
 from ..model.prompt import PromptParts, record_prompt
-from ..model.scoring import PriorCache, best_of, geometric_confidence, softmax
+from ..model.scoring import PriorCache, best_of, decisive_prefixes, geometric_confidence, softmax
 from .candidates import Candidate as Code
 from .candidates import candidates_for, find_candidates, tag_codes
 from .events import (
@@ -372,7 +372,7 @@ class Extractor:
     ) -> EventEvidence:
         e, s = self.engine, self.schema
         n = len(s.event_types)
-        lm = np.array(e.score([e.tokenize(o) for o in event_opts]))
+        lm = np.array(e.score(self._scored_options(event_opts)))
         if self.calibrate:
             lm = lm - np.array(self._prior(event_opts))
         features: dict[str, np.ndarray] = {"lm": lm}
@@ -521,6 +521,14 @@ class Extractor:
             return
         pick("state", [_j(s) for s in evidenced])
 
+    def _scored_options(self, options: list[str]) -> list[list[int]]:
+        """The event options as the model scores them. Zero-shot, the likelihood earns little
+        weight (``EVENT_WEIGHTS["lm"]``) and the part of each option that tells it apart is
+        enough (CrossWOZ records ~0.1 s faster); with worked examples the whole option's
+        likelihood counts fully, so it is scored whole."""
+        tokens = [self.engine.tokenize(o) for o in options]
+        return tokens if self.schema.examples else decisive_prefixes(tokens)
+
     def _prior(self, options: list[str]) -> list[float]:
         """Log-probabilities of the event options for a content-free message.
 
@@ -532,7 +540,7 @@ class Extractor:
         def compute() -> list[float]:
             tokens, _ = self._prompt.tokens(self.engine, "N/A")
             self.engine.start(tokens + self.engine.tokenize('{"event_type":'))
-            return self.engine.score([self.engine.tokenize(o) for o in options])
+            return self.engine.score(self._scored_options(options))
 
         return list(self._priors.get(tuple(options), compute))
 

@@ -159,9 +159,10 @@ LEXICON = Lexicon(
     recent_words=("latest", "recent", "recently", "last time", "newest", "most recent"),
     amount_questions=("how much",),
     when_words=("when", "what date", "what day", "what time", "how long ago"),
-    negations=("not", "n't", "never", "no"),
-    negation_bridges=("yet", "been"),
+    negations=("not", "n't", "never", "no", "without"),
+    negation_bridges=("yet", "been", "want", "need", "any"),
     rule_out=("not", "isn't", "wasn't"),
+    absence_values=("none", "no", "nothing", "n/a"),
     affirmations=(
         "yes",
         "yeah",

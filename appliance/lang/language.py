@@ -80,6 +80,16 @@ class Language:
         """The root a derived word shares with its kin ("directed", "director" → "direct";
         "starring" → "star"), for matching cue words only: at least four letters stay, so short
         words ("order", "rider") keep their ending."""
+        known = self._roots.get(term)
+        if known is None:
+            known = self._roots[term] = self._derive(term)  # a word's root never changes: once
+        return known
+
+    @cached_property
+    def _roots(self) -> dict[str, str]:
+        return {}
+
+    def _derive(self, term: str) -> str:
         for suffix in self._derivations:
             if term.endswith(suffix) and len(term) - len(suffix) >= 4:
                 base = term[: -len(suffix)]
@@ -135,16 +145,17 @@ class Language:
         lx = self.lex
         neg = "|".join((r"\b" if w.isascii() and w.isalpha() else "") + re.escape(w) for w in lx.negations)
         bridge = "|".join(re.escape(w) + r"\s*" for w in sorted(lx.negation_bridges, key=len, reverse=True))
-        return re.compile(rf"(?:{neg})\s*(?:{bridge})?$")
+        # up to two words between ("don't *want any* subtitles", "没*有*")
+        return re.compile(rf"(?:{neg})\s*(?:{bridge}){{0,2}}$")
 
     def negated_at(self, text: str, pos: int) -> bool:
         """Whether a negation stands right before ``pos`` ("no *pets*", "不要*早餐*")."""
-        return bool(self._negated_end.search(text[max(0, pos - 12) : pos]))
+        return bool(self._negated_end.search(text[:pos]))
 
     def asked_at(self, text: str, pos: int) -> bool:
         """Whether an asking word that holds a negation stands right before ``pos`` ("*有没有*
         会议室", "*是不是*免费"): the word is asked about, neither stated nor denied."""
-        return bool(self._asking_end.search(text[max(0, pos - 12) : pos]))
+        return bool(self._asking_end.search(text[:pos]))
 
     @cached_property
     def _asking_end(self) -> re.Pattern[str]:
@@ -156,7 +167,7 @@ class Language:
         ("hasn't shipped", "还没发货" do not evidence the state shipped)."""
         start = text.find(word)
         while start >= 0:
-            if not self._negated_end.search(text[max(0, start - 12) : start]):
+            if not self._negated_end.search(text[:start]):
                 return True
             start = text.find(word, start + 1)
         return False

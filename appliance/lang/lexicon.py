@@ -46,6 +46,7 @@ class Lexicon:
     affirmations: tuple[str, ...] = ()  # "yes", "sure", "是", "要"
     denials: tuple[str, ...] = ()  # "no", "不要", "不用"
     indifference: tuple[str, ...] = ()  # "any", "doesn't matter", "都可以"
+    absence_values: tuple[str, ...] = ()  # an enum value meaning "none of them" ("None", "无")
     # --- comparison and ranges -------------------------------------------------------------
     greater: tuple[str, ...] = ()  # "over 1000", "超过1000", "1000以上" (see greater_after)
     less: tuple[str, ...] = ()

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["softmax", "best_of", "Pick", "geometric_confidence", "PriorCache"]
+__all__ = ["softmax", "best_of", "Pick", "geometric_confidence", "PriorCache", "decisive_prefixes"]
 
 
 def softmax(scores: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -43,6 +43,29 @@ def geometric_confidence(probabilities: Sequence[float]) -> float:
     """Geometric mean of the positive probabilities (1.0 when there are none)."""
     probs = [p for p in probabilities if p > 0]
     return math.exp(sum(math.log(p) for p in probs) / len(probs)) if probs else 1.0
+
+
+def decisive_prefixes(options: Sequence[Sequence[int]]) -> list[list[int]]:
+    """Each option's tokens up to the one that tells it from every other option.
+
+    Choosing among options, the model's evidence is in those tokens: once an option is told
+    apart, the rest of it (a shared ``_noted"``, the tail of a name the prompt lists) follows
+    at a log-probability near 0 whichever option it is. Scoring only the decisive part keeps
+    the choice and costs a fraction: byte-level tokenizers spell a Chinese event name in ~9
+    tokens, and each option is one model call (CrossWOZ, 5 options: 45 tokens → ~15)."""
+    out = []
+    for i, opt in enumerate(options):
+        shared = 0
+        for j, other in enumerate(options):
+            if j != i:
+                n = 0
+                for a, b in zip(opt, other):
+                    if a != b:
+                        break
+                    n += 1
+                shared = max(shared, n)
+        out.append(list(opt[: shared + 1]))
+    return out
 
 
 class PriorCache:

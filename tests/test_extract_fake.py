@@ -340,6 +340,35 @@ def test_a_cjk_span_is_bounded_by_whole_function_words_not_by_a_character_of_one
     assert bounded.get("订单", 0.0) == 0.0  # digits after it: no boundary word
 
 
+class _LeaningEmbedder:
+    """A stand-in encoder in which "concerts" is near Music (0.8) and not far from Sports (0.6),
+    every other text far from both."""
+
+    name, dim = "leaning", 3
+
+    def encode(self, texts):  # type: ignore[no-untyped-def]
+        import numpy as np
+
+        known = {"music": [1.0, 0.0, 0.0], "sports": [0.0, 1.0, 0.0], "concerts": [0.8, 0.6, 0.0]}
+        return np.array([known.get(t.lower(), [0.0, 0.0, 1.0]) for t in texts])
+
+
+def test_words_another_enum_value_fits_better_are_not_a_values_evidence() -> None:
+    from datetime import UTC
+
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    schema = _schema_of(
+        "trips", ["en"], {"Trip": [{"name": "category", "kind": "enum", "values": ["Music", "Sports"]}]}
+    )
+    evidence = SchemaEvidence(schema, _LeaningEmbedder())  # type: ignore[arg-type]
+    text = "Any concerts nearby"
+    found = evidence.candidates("Trip", text, find_spans(schema.language, text, datetime(2026, 5, 1, tzinfo=UTC)))
+    on_concerts = {c.value for c in found["category"] if c.surface == "concerts"}
+    assert on_concerts == {"Music"}  # Sports' closest words, but Music's evidence
+
+
 def _schema_of(domain: str, languages: list[str], entities: dict[str, list[dict[str, object]]]):  # type: ignore[no-untyped-def]
     """A schema of entities known by no id, one "noted" event about the first (evidence tests)."""
     from appliance.domain.loading import parse_schema

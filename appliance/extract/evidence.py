@@ -500,6 +500,12 @@ class SchemaEvidence:
                         feats = {"bias": 1.0, "boolean": 1.0}
                         return [Candidate(a.name, info.absence, text[pos:end], pos, end, feats)]
         value_vecs = self._encode_map([v.value for v in a.values])
+        # each text span's similarity to each value, once (a value's margin compares it with all)
+        span_sims = {
+            s: {v.value: float(np.dot(value_vecs[v.value], vecs[s.text])) for v in a.values if v.value in value_vecs}
+            for s in spans
+            if s.kind == "text" and s.text in vecs
+        }
         for v in a.values:
             best: Candidate | None = None
             for form in (v.value, *v.aliases):
@@ -535,11 +541,9 @@ class SchemaEvidence:
                 # the exact Music at 1.01); the margin says how much better ("Baseball Games":
                 # Sports 0.56, Music 0.31); a place name fits none
                 fits = []
-                for s in spans:
-                    if s.kind != "text" or s.text not in vecs:
-                        continue
-                    sim = float(np.dot(value_vecs[v.value], vecs[s.text]))
-                    rivals = [float(np.dot(value_vecs[o.value], vecs[s.text])) for o in a.values if o is not v]
+                for s, sims in span_sims.items():
+                    sim = sims[v.value]
+                    rivals = [sims[o.value] for o in a.values if o is not v]
                     margin = sim - max(rivals) if rivals else 0.0
                     if margin >= 0:
                         fits.append((sim, margin, s))

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..errors import InputError, ModelLoadError, ModelNotFoundError
+from .scoring import common_prefix
 
 __all__ = ["Engine", "LlamaCppEngine", "resolve_model_path", "available_models", "ChatFormat"]
 
@@ -322,13 +323,13 @@ class LlamaCppEngine:
         prompt = list(prompt)
         if not prompt:
             raise InputError("empty prompt")
-        common = _common_prefix(self._tokens, prompt)
+        common = common_prefix(self._tokens, prompt)
         if common < MIN_SNAPSHOT_GAIN:  # another prompt family: keep this one's state for later
             self._keep_snapshot()
-        best = max(self._snapshots, key=lambda s: _common_prefix(s[0], prompt), default=None)
-        if best is not None and _common_prefix(best[0], prompt) >= common + MIN_SNAPSHOT_GAIN:
+        best = max(self._snapshots, key=lambda s: common_prefix(s[0], prompt), default=None)
+        if best is not None and common_prefix(best[0], prompt) >= common + MIN_SNAPSHOT_GAIN:
             if self._restore(best):
-                common = _common_prefix(self._tokens, prompt)
+                common = common_prefix(self._tokens, prompt)
         common = min(common, len(prompt) - 1)  # re-evaluate >=1 token to get fresh logits
         self._truncate(common)
         self._pending = []
@@ -371,7 +372,7 @@ class LlamaCppEngine:
         if not n:
             return
         tokens = tuple(self._tokens)
-        self._snapshots = [s for s in self._snapshots if _common_prefix(s[0], tokens) < MIN_SNAPSHOT_GAIN]
+        self._snapshots = [s for s in self._snapshots if common_prefix(s[0], tokens) < MIN_SNAPSHOT_GAIN]
         self._snapshots = [*self._snapshots, (tokens, bytes(buf)[:n])][-MAX_SNAPSHOTS:]
 
     def _restore(self, snapshot: tuple[tuple[int, ...], bytes]) -> bool:
@@ -390,15 +391,6 @@ class LlamaCppEngine:
         self._truncate(0)
         self._pending = []
         self._last_logits = None
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _log_softmax(x: np.ndarray) -> np.ndarray:

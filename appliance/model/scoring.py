@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["softmax", "best_of", "Pick", "geometric_confidence", "PriorCache", "decisive_prefixes"]
+__all__ = ["softmax", "best_of", "Pick", "geometric_confidence", "PriorCache", "decisive_prefixes", "common_prefix"]
 
 
 def softmax(scores: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -55,17 +55,19 @@ def decisive_prefixes(options: Sequence[Sequence[int]]) -> list[list[int]]:
     tokens, and each option is one model call (CrossWOZ, 5 options: 45 tokens → ~15)."""
     out = []
     for i, opt in enumerate(options):
-        shared = 0
-        for j, other in enumerate(options):
-            if j != i:
-                n = 0
-                for a, b in zip(opt, other):
-                    if a != b:
-                        break
-                    n += 1
-                shared = max(shared, n)
+        shared = max((common_prefix(opt, other) for j, other in enumerate(options) if j != i), default=0)
         out.append(list(opt[: shared + 1]))
     return out
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens two sequences share."""
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 class PriorCache:

@@ -37,7 +37,7 @@ from .errors import AccessDenied, InputError, NotFoundError, QueryError, SchemaE
 from .extract.examples import ExampleBank
 from .extract.extractor import ExtractMode, Extractor, SessionHint
 from .extract.routing import SchemaChoice, choose_schema
-from .lang.segment import index_terms
+from .lang.segment import INDEX_TERMS_VERSION, index_terms
 from .lifecycle.forgetting import Decision
 from .lifecycle.migrate import MigrationPlan, MigrationSpec
 from .lifecycle.resolve import Resolver
@@ -111,6 +111,8 @@ class Appliance:
         self.store = MemoryStore(
             db if db is not None else self.settings.db_path, encoder=_known(encoder), create=create
         )
+        if not self.store.db.read_only and self.store.lexical.empty() and self.store.lexical.written_with() is None:
+            self.store.lexical.mark_written_with(INDEX_TERMS_VERSION)  # a new file: indexed as written
         self.mode = mode
         self._model_spec = model if model is not None else self.settings.model
         self._engine: Engine | None = model if (model is not None and not isinstance(model, str)) else None
@@ -335,12 +337,31 @@ class Appliance:
             return None
 
     def backfill_lexical(self, batch: int = 2000) -> int:
-        """Index stored records the lexical channel does not hold yet (imports, older files)."""
+        """Index stored records the lexical channel does not hold yet (imports, older files), as
+        ``record`` indexes them: text, entity id and values, and the words of the turn before."""
         done = 0
-        while rows := self.store.lexical.missing(batch):
-            docs = [(m, s, memory_terms_of(text, json.loads(attrs))) for m, s, text, attrs in rows]
+        while rows := self.store.lexical.missing(CONVERSATION_GAP, batch):
+            docs = []
+            for row in rows:
+                terms = memory_terms_of(row.text, json.loads(row.attributes), row.entity_id)
+                if row.text_before is not None:
+                    own = set(terms)
+                    terms += [t for t in index_terms(row.text_before) if t not in own]
+                docs.append((row.memory_id, row.session_id, terms))
             self.store.add_terms(docs)
             done += len(rows)
+        return done
+
+    def reindex_lexical(self) -> int:
+        """Rebuild the lexical index when it was written with another term function (an upgrade
+        that changed how words are reduced); returns how many memories were indexed again."""
+        lexical = self.store.lexical
+        if self.store.db.read_only or lexical.written_with() == INDEX_TERMS_VERSION:
+            return 0
+        if not lexical.empty():
+            lexical.clear()
+        done = self.backfill_lexical(batch=20_000)  # each batch orders its sessions' memories once
+        lexical.mark_written_with(INDEX_TERMS_VERSION)
         return done
 
     def backfill_days(self, batch: int = 2000) -> int:
@@ -391,6 +412,7 @@ class Appliance:
         """Index memories the lexical and time channels do not hold yet (once, e.g. after an
         upgrade from a file written before they existed)."""
         if not self._indexed:
+            self.reindex_lexical()
             self.backfill_lexical()
             self.backfill_days()
             self._indexed = True

@@ -1,7 +1,7 @@
 """Recall benchmark: does the appliance find the memory that answers a question?
 
 Sets:
-* ``conv`` — bench/convsets/*.json: three long multi-session conversations (English, Chinese)
+* ``conv`` — bench/convsets/*.json: four long multi-session conversations (English, Chinese)
   written before any recall tuning, recorded turn by turn with the shipped personal_memory
   schema at their real message times; questions asked at their own time, with gold evidence
   turns; types single / multi / temporal / not_stored.
@@ -317,6 +317,11 @@ def main() -> None:
             for t, os_ in sorted(by_type.items()):
                 if len(by_type) > 1:
                     rows.append((name, system, t, metrics(os_, hit)))
+            if name == "conv":  # each conversation too: they differ in language and in who speaks
+                by_conv: dict[str, list[Outcome]] = defaultdict(list)
+                for o in outcomes:
+                    by_conv[o.q.session].append(o)
+                rows += [(name, system, f"conv {c}", metrics(os_, hit)) for c, os_ in sorted(by_conv.items())]
         misses += [
             {
                 "set": name,

@@ -294,3 +294,92 @@ def _fake_app(settings, schema: Any, db: str) -> Appliance:  # type: ignore[no-u
     return Appliance(
         schema=schema, db=settings.home / db, model=FakeEngine(), settings=settings, embedder=FakeEmbedder()
     )
+
+
+def test_words_meet_across_derivations_in_recall(settings) -> None:  # type: ignore[no-untyped-def]
+    """ "adopted" is found by "adopt", "teaching" by "teach"; a question word already reduced is
+    not reduced again ("pension" → "pens", never "pen"), so a stored word is never called absent."""
+    from datetime import UTC, datetime, timedelta
+
+    from appliance.lang.segment import index_terms
+
+    assert index_terms("we adopted a dog")[0] == index_terms("adopt")[0]
+    assert index_terms("teaching")[0] == index_terms("teach")[0]
+    app = Appliance(db=settings.home / "d.duckdb", model=FakeEngine(), settings=settings, embedder=None)
+    t0 = datetime(2026, 4, 2, 20, 0, tzinfo=UTC)
+    adopted = app.record("We adopted a greyhound last weekend", "s", now=t0)
+    pension = app.record("my pension went up a bit this April", "s", now=t0 + timedelta(days=3))
+    res = app.recall("When did we adopt the greyhound?", "s", now=t0 + timedelta(days=9))
+    assert res.memories[0].memory.memory_id == adopted.memory_id
+    res = app.recall("When did my pension go up?", "s", now=t0 + timedelta(days=9))
+    assert not res.not_found and res.memories[0].memory.memory_id == pension.memory_id
+    app.close()
+
+
+def test_an_index_written_with_older_terms_is_rebuilt_as_record_writes_it(settings) -> None:  # type: ignore[no-untyped-def]
+    """A file indexed before words were reduced to their roots gets its lexical index rebuilt on
+    the first recall — the same postings ``record`` writes, the words of the turn before included
+    (turns minutes apart, turns all stamped with their session's date, a turn after a long pause)."""
+    from datetime import UTC, datetime, timedelta
+
+    from appliance.lang.segment import INDEX_TERMS_VERSION, search_terms
+
+    path = settings.home / "old.duckdb"
+    app = Appliance(db=path, model=FakeEngine(), settings=settings, embedder=None)
+    t0 = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
+    app.record("my wife Margaret loves tea", "a", now=t0)
+    reply = app.record("she adopted a kitten with no name", "a", now=t0 + timedelta(minutes=1))
+    app.record("the kitten sleeps all day", "a", now=t0 + timedelta(days=3))
+    for text in ("Nora: we adopted Pepper", "Ben: a greyhound?", "Nora: yes, retired from racing"):
+        app.record(text, "b", now=t0)  # a session recorded with its date on every turn
+
+    def postings() -> list[tuple[str, str, int, int]]:
+        return sorted(app.store.db.fetch("SELECT memory_id, term, tf, length FROM lexical_terms"))
+
+    as_recorded = postings()
+    with app.store.db.transaction() as con:  # the index as an older version wrote it
+        con.execute("DELETE FROM lexical_terms")
+        con.execute("DELETE FROM lexical_docs")
+        con.execute("DELETE FROM meta WHERE key = 'lexical_terms_version'")
+    for row in app.store.db.fetch("SELECT memory_id, session_id, source_text FROM memories"):
+        app.store.add_terms([(row[0], row[1], search_terms(row[2]))])
+    assert app.store.lexical.search("a", ["adopt"]) == []
+    app.close()
+    app = Appliance(db=path, model=FakeEngine(), settings=settings, embedder=None)
+    assert app.store.lexical.written_with() is None
+    app.recall("who adopted a kitten?", "a", now=t0 + timedelta(days=4))
+    assert app.store.lexical.written_with() == INDEX_TERMS_VERSION
+    assert postings() == as_recorded
+    assert [m for m, _ in app.store.lexical.search("a", ["adopt"])] == [reply.memory_id]
+    assert app.reindex_lexical() == 0  # once
+    app.close()
+
+
+def test_a_name_in_every_other_turn_does_not_outrank_the_turn_that_answers(settings) -> None:  # type: ignore[no-untyped-def]
+    """Two friends chatting, each turn prefixed with its speaker: "Where does Nora teach?" is
+    answered by the one turn about teaching ("teaching" meets "teach"), not by Nora's latest
+    small talk, which holds her name and nothing else the question asks."""
+    from datetime import UTC, datetime, timedelta
+
+    app = Appliance(db=settings.home / "n.duckdb", model=FakeEngine(), settings=settings, embedder=None)
+    t0 = datetime(2026, 3, 7, 18, 0, tzinfo=UTC)
+    turns = ["Nora: I'm still teaching art at Westridge High here in Denver."]
+    turns += [
+        f"{'Nora' if i % 2 else 'Ben'}: {x}"
+        for i, x in enumerate(
+            ["Ha, nice.", "Nora, what about you?", "Ok!", "Haha true.", "Nora, see you!", "Sure.", "Bye Nora!", "Bye!"]
+        )
+    ]
+    recs = [app.record(t, "s", now=t0 + timedelta(hours=2 * i)) for i, t in enumerate(turns)]
+    res = app.recall("Where does Nora teach?", "s", now=t0 + timedelta(days=30))
+    assert res.memories[0].memory.memory_id == recs[0].memory_id
+    app.close()
+
+
+def test_lexical_hits_far_below_the_best_are_left_to_the_other_channels() -> None:
+    from appliance.recall.fusion import within_reach
+
+    hits = [("teach", 4.9), ("talk", 2.0), ("name-only", 0.7), ("other", 0.6)]
+    assert within_reach(hits, 0.3) == ["teach", "talk"]
+    assert within_reach(hits, 0.0) == ["teach", "talk", "name-only", "other"]
+    assert within_reach([], 0.3) == []

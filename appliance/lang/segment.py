@@ -10,12 +10,13 @@ CJK, character bigrams plus single characters — no dictionary, no download.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
 from .language import Language
 
-__all__ = ["Token", "tokens", "search_terms", "index_terms", "cjk_pieces", "is_punct", "stem"]
+__all__ = ["Token", "tokens", "search_terms", "index_terms", "INDEX_TERMS_VERSION", "cjk_pieces", "is_punct", "stem"]
 
 _TOKEN = re.compile(
     r"[A-Za-z0-9\u00C0-\u024F]+(?:['’.\-&][A-Za-z0-9\u00C0-\u024F]+)*|[\u3400-\u9fff\uf900-\ufaff]+|[^\sA-Za-z0-9\u3400-\u9fff]"
@@ -74,9 +75,12 @@ def cjk_pieces(lang: Language, tok: Token) -> list[Token]:
     return out
 
 
-def search_terms(text: str, stopwords: frozenset[str] = frozenset()) -> list[str]:
-    """Terms for lexical search: lower-cased words (minus ``stopwords``, a light plural
-    stem) and, for CJK runs, bigrams and single characters."""
+def search_terms(
+    text: str, stopwords: frozenset[str] = frozenset(), root: Callable[[str], str] | None = None
+) -> list[str]:
+    """Terms for lexical search: lower-cased words (minus ``stopwords``, a light plural stem,
+    then ``root`` — a pack's derivations: "teaching" → "teach") and, for CJK runs, bigrams and
+    single characters."""
     out: list[str] = []
     for tok in tokens(text):
         if tok.cjk:
@@ -87,7 +91,7 @@ def search_terms(text: str, stopwords: frozenset[str] = frozenset()) -> list[str
             w = tok.low.replace("’", "'")
             if w in stopwords or (len(w) < 2 and not w.isdigit()):
                 continue
-            out.append(stem(w))
+            out.append(root(stem(w)) if root else stem(w))
     return out
 
 
@@ -121,4 +125,17 @@ def index_terms(text: str, codes: tuple[str, ...] | None = None) -> list[str]:
     on both sides): ``search_terms`` without the packs' function words."""
     from . import DEFAULT_LANGUAGES
 
-    return search_terms(text, _index_stopwords(codes or DEFAULT_LANGUAGES))
+    codes = codes or DEFAULT_LANGUAGES
+    return search_terms(text, _index_stopwords(codes), _index_language(codes).root)
+
+
+# The terms ``index_terms`` produces for a text: a stored index written under another version is
+# rebuilt on open (the store compares this with the one it was written with).
+INDEX_TERMS_VERSION = "2"  # 2: words reduced to the packs' roots ("adopted" and "adopt" meet)
+
+
+@lru_cache(maxsize=16)
+def _index_language(codes: tuple[str, ...]) -> Language:
+    from . import language_for
+
+    return language_for(codes)

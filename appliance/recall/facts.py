@@ -53,6 +53,12 @@ class QuestionFacts:
     when: bool = False
     amount: bool = False
     terms: list[str] = field(default_factory=list)
+    words: dict[str, str] = field(default_factory=dict)  # a Latin term → the question's word for it
+
+    def said(self, reading: str) -> str:
+        """How the question said a residual reading ("pens" → "pension"; a CJK reading as is)."""
+        last = reading.split("|")[-1]
+        return self.words.get(last, last)
 
 
 def _attribute_terms(schema: MemorySchema) -> list[tuple[str, str, frozenset[str]]]:
@@ -91,6 +97,14 @@ def question_facts(schema: MemorySchema, question: str, now: datetime) -> Questi
     lang = schema.language
     lx = lang.lex
     facts = QuestionFacts(terms=index_terms(question))
+    possessive = (
+        re.compile(f"(?:{alternation(lx.possessive_suffixes, boundary=False)})$") if lx.possessive_suffixes else None
+    )
+    for tok in tokens(question):
+        if tok.word and not tok.cjk:
+            said = possessive.sub("", tok.low) if possessive else tok.low  # "dog's" → "dog"
+            for term in index_terms(tok.text):
+                facts.words.setdefault(term, said)
     low = question.lower()
     facts.recent = lang.asks_recent(question)
     facts.when = bool(re.search(alternation(lx.when_words, boundary=False), low))

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Fused", "fuse", "CHANNEL_WEIGHTS", "K"]
+__all__ = ["Fused", "fuse", "within_reach", "CHANNEL_WEIGHTS", "K", "LEXICAL_REACH"]
 
 K = 60
 CHANNEL_WEIGHTS: dict[str, float] = {
@@ -28,6 +28,20 @@ CHANNEL_WEIGHTS: dict[str, float] = {
     "semantic": 1.0,
     "shape": 1.0,  # candidates stating a value of the asked attribute's type (a date for a date)
 }
+
+
+# A lexical hit scoring below this share of the channel's best takes no part in fusion: rank
+# fusion ignores score gaps, so in a chat where a speaker's name is in half the turns, turns
+# holding the name alone (BM25 0.7) ranked next to the one holding the asked word (4.9) and,
+# found again by the semantic and entity channels, outranked it. Swept on the conversational
+# sets (hit@5 0 / 0.15 / 0.3 / 0.45: 0.85 / 0.87 / 0.88 / 0.88) and checked on SGD dialogues.
+LEXICAL_REACH = 0.3
+
+
+def within_reach(scored: Sequence[tuple[str, float]], share: float) -> list[str]:
+    """The ids of ``scored`` (best first) whose score is at least ``share`` of the best's."""
+    floor = share * scored[0][1] if scored else 0.0
+    return [m for m, score in scored if score >= floor]
 
 
 @dataclass

@@ -32,7 +32,7 @@ from ..model.embed import Embedder
 from ..store import MemoryStore
 from .context import WEAK_PATH, compose, summarise
 from .facts import QuestionFacts, question_facts
-from .fusion import CHANNEL_WEIGHTS, Fused, fuse
+from .fusion import CHANNEL_WEIGHTS, LEXICAL_REACH, Fused, fuse, within_reach
 from .question import ParsedQuestion
 
 __all__ = ["RecallService", "SEMANTIC_MIN_SCORE", "TOP_K", "CHANNEL_DEPTH"]
@@ -49,6 +49,7 @@ TOP_K = 10  # memories in the fused ranking the context shows
 WEAK_SEMANTIC = 0.3
 CHANNEL_DEPTH = 30  # memories each channel contributes before fusion
 ATTRIBUTE_ANSWERS = 3  # entities listed as the answer to a question asking for an attribute
+_TEXT = ("lexical", "semantic")  # the channels that read the memory's text against the question's
 
 
 class RecallService:
@@ -92,9 +93,9 @@ class RecallService:
         matched = self.store.entities.matching(scope, probes) if probes else []
         matched_keys = {key for _, key, _ in matched}
         named = [e for e, _, _ in matched]
+        per: dict[tuple[str, str], list[MemoryRecord]] = {}
         if named:
             per = self.store.records.for_entities(scope, [(e.type, e.id) for e in named], per_entity=CHANNEL_DEPTH)
-            channels["entity"] = [m.memory_id for e in named for m in per.get((e.type, e.id), [])]
             known = {(h.entity.type, h.entity.id) for h in answer}
             answer += [
                 RecallHit(entity=e, memories=per.get((e.type, e.id), [])[:3], path="entity")
@@ -109,7 +110,8 @@ class RecallService:
             channels["attribute"] = list(dict.fromkeys([*holders, *alike]))[:CHANNEL_DEPTH]
         if facts.range is not None:
             channels["time"] = self.store.days.within(scope, facts.range[0], facts.range[1], limit=CHANNEL_DEPTH)
-        channels["lexical"] = [m for m, _ in self.store.lexical.search(scope, facts.terms, CHANNEL_DEPTH, facts.range)]
+        lexical = self.store.lexical.search(scope, facts.terms, CHANNEL_DEPTH, facts.range)
+        channels["lexical"] = within_reach(lexical, LEXICAL_REACH)
         top_semantic = 0.0
         weak: list[str] = []
         if self.embedder is not None:
@@ -121,6 +123,13 @@ class RecallService:
                 top_semantic = found[0][1] if found else 0.0
             except Exception:  # noqa: BLE001 - the other channels stand on their own
                 pass
+        if named:
+            # a named entity's memories, the ones the text channels rank first first, then the
+            # newest: a person named in half the conversation ("Nora") otherwise lists her latest
+            # small talk as evidence for every question about her
+            relevance = {f.memory_id: i for i, f in enumerate(fuse({k: channels[k] for k in _TEXT if k in channels}))}
+            own = list(dict.fromkeys(m.memory_id for e in named for m in per.get((e.type, e.id), [])))
+            channels["entity"] = sorted(own, key=lambda m: relevance.get(m, len(relevance)))
         typed = _typed_kinds(schema, facts.attributes) if not facts.residual else frozenset()
         if typed:
             # the question asks for an attribute that takes a typed value (a number, a date, a
@@ -190,15 +199,15 @@ class RecallService:
         ]
         if missing:
             return f"nothing stored about {', '.join(repr(k) for k in missing)}."
-        absent = [w for w in facts.residual if not any(self._held(scope, x) for x in w.split("|"))]
+        absent = [w for w in facts.residual if not any(self.store.lexical.held(scope, _terms(x)) for x in w.split("|"))]
         signals["absent"] = absent
         if lost := [o for o, _ in facts.possessions if o in absent]:  # "my dog's name", no dog stored
-            return f"nothing stored mentions {', '.join(repr(w) for w in lost)}."
+            return f"nothing stored mentions {', '.join(repr(facts.said(w)) for w in lost)}."
         for owner, owned in facts.possessions:
             # "Barry's wife" where Barry and wives are stored, never together (a turn's terms carry
             # its previous turn's, so "Barry came. His wife too." counts as together)
             if owned and owned not in absent and not self.store.lexical.held(scope, [owner, owned]):
-                return f"nothing stored links {owner!r} with {owned!r}."
+                return f"nothing stored links {facts.said(owner)!r} with {facts.said(owned)!r}."
         for owner, owned in facts.links:
             # "我弟弟的女朋友": a brother and a girlfriend are both told, never together
             mine, its = index_terms(owner), index_terms(owned)
@@ -206,7 +215,7 @@ class RecallService:
             if lex.held(scope, mine) and lex.held(scope, its) and not lex.held(scope, mine + its):
                 return f"nothing stored links {owner!r} with {owned!r}."
         if absent and signals.get("top_semantic", 0.0) < WEAK_SEMANTIC:
-            return f"nothing stored mentions {', '.join(repr(w.split('|')[-1]) for w in absent)}."
+            return f"nothing stored mentions {', '.join(repr(facts.said(w)) for w in absent)}."
         return self._lacking(schema, facts, named, scope, now) or self._no_amount(schema, facts, scope, now)
 
     def _no_amount(self, schema: MemorySchema, facts: QuestionFacts, scope: str | None, now: datetime) -> str:
@@ -218,13 +227,13 @@ class RecallService:
         ids: list[str] = []
         for word in facts.residual:
             for reading in word.split("|"):
-                ids += self.store.lexical.holding(scope, index_terms(reading), limit=30)
+                ids += self.store.lexical.holding(scope, _terms(reading), limit=30)
         if not ids:
             return ""  # nothing names it: the other rules speak for that
         for m in self.store.records.by_ids(list(dict.fromkeys(ids))):
             if any(sp.kind in ("number", "range") for sp in find_spans(schema.language, m.source_text, now)):
                 return ""
-        return f"no amount stored for {', '.join(repr(w.split('|')[-1]) for w in facts.residual)}."
+        return f"no amount stored for {', '.join(repr(facts.said(w)) for w in facts.residual)}."
 
     def _lacking(
         self, schema: MemorySchema, facts: QuestionFacts, named: list[Entity], scope: str | None, now: datetime
@@ -279,6 +288,12 @@ class RecallService:
     def _held(self, scope: str | None, text: str) -> bool:
         """Whether one memory holds every term of ``text``."""
         return self.store.lexical.held(scope, index_terms(text))
+
+
+def _terms(reading: str) -> list[str]:
+    """The index terms of a residual reading: a Latin residual word is a term already (indexing it
+    again could reduce it further: "pension" → "pens" → "pen"), a CJK piece is text."""
+    return index_terms(reading) if has_cjk(reading) else [reading]
 
 
 def _alike(schema: MemorySchema, asked: list[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from datetime import date
+from datetime import date, timedelta
+from typing import NamedTuple
 
 import duckdb
 
 from .database import Database, grown_since_rewrite, session_clause
 
-__all__ = ["LexicalRepo", "K1", "B"]
+__all__ = ["LexicalRepo", "Unindexed", "K1", "B"]
 
 K1 = 1.2
 B = 0.75
@@ -28,6 +29,7 @@ B = 0.75
 CLUSTER_MIN = 200_000
 CLUSTER_GROWTH = 2.0
 _CLUSTERED_AT = "lexical_clustered_at"  # meta key: postings when last rewritten
+_TERMS_VERSION = "lexical_terms_version"  # meta key: the term function the postings were made with
 _TERMS_DDL = (
     "CREATE TABLE {name} (memory_id VARCHAR NOT NULL, session_id VARCHAR NOT NULL, term VARCHAR NOT NULL, "
     "tf INTEGER NOT NULL, length INTEGER)"
@@ -36,6 +38,15 @@ _TERMS_INDEXES = (
     "CREATE INDEX lexical_terms_term ON lexical_terms (session_id, term)",
     "CREATE INDEX lexical_terms_memory ON lexical_terms (memory_id)",
 )
+
+
+class Unindexed(NamedTuple):
+    memory_id: str
+    session_id: str
+    text: str
+    attributes: str  # JSON
+    entity_id: str | None
+    text_before: str | None
 
 
 class LexicalRepo:
@@ -77,16 +88,44 @@ class LexicalRepo:
         con.execute("DELETE FROM lexical_terms WHERE memory_id IN (SELECT unnest(?))", [ids])
         con.execute("DELETE FROM lexical_docs WHERE memory_id IN (SELECT unnest(?))", [ids])
 
-    def missing(self, limit: int = 1000) -> list[tuple[str, str, str, str]]:
-        """(memory_id, session_id, source_text, attributes JSON) of memories not indexed yet."""
-        return [
-            (r[0], r[1], r[2], r[3] or "{}")
-            for r in self.db.fetch(
-                "SELECT m.memory_id, m.session_id, m.source_text, m.attributes FROM memories m "
-                "WHERE NOT EXISTS (SELECT 1 FROM lexical_docs d WHERE d.memory_id = m.memory_id) LIMIT ?",
-                [limit],
-            )
-        ]
+    def missing(self, within: timedelta, limit: int = 1000) -> list[Unindexed]:
+        """Memories not indexed yet, each with the text of the memory told just before it in its
+        session when that is at most ``within`` earlier (a turn is indexed with the words of the
+        turn before, as when it was recorded)."""
+        # "before" as ``record`` sees it: by message time, then by when it was stored (a session
+        # whose turns all carry the session's date keeps its order)
+        rows = self.db.fetch(
+            "WITH todo AS (SELECT m.memory_id FROM memories m "
+            "WHERE NOT EXISTS (SELECT 1 FROM lexical_docs d WHERE d.memory_id = m.memory_id) LIMIT ?), "
+            "ordered AS (SELECT memory_id, session_id, source_text, attributes, entity_id, ts, "
+            "lag(source_text) OVER w AS before, lag(ts) OVER w AS before_ts FROM memories "
+            "WHERE session_id IN (SELECT m.session_id FROM memories m JOIN todo USING (memory_id)) "
+            "WINDOW w AS (PARTITION BY session_id ORDER BY ts, recorded_at NULLS FIRST, memory_id)) "
+            "SELECT o.memory_id, o.session_id, o.source_text, o.attributes, o.entity_id, "
+            "CASE WHEN o.before_ts >= o.ts - ? THEN o.before END "
+            "FROM ordered o JOIN todo USING (memory_id)",
+            [limit, within],
+        )
+        return [Unindexed(r[0], r[1], r[2], r[3] or "{}", r[4], r[5]) for r in rows]
+
+    def written_with(self) -> str | None:
+        """The version of the term function the index was written with (None: before versions)."""
+        row = self.db.fetch("SELECT value FROM meta WHERE key = ?", [_TERMS_VERSION])
+        return row[0][0] if row else None
+
+    def empty(self) -> bool:
+        return not self.db.fetch("SELECT 1 FROM lexical_docs LIMIT 1")
+
+    def mark_written_with(self, version: str) -> None:
+        with self.db.transaction() as con:
+            con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [_TERMS_VERSION, version])
+
+    def clear(self) -> None:
+        """Drop every posting (the index is rebuilt from the memories: a new term function)."""
+        with self.db.transaction() as con:
+            con.execute("DELETE FROM lexical_terms")
+            con.execute("DELETE FROM lexical_docs")
+            con.execute("DELETE FROM meta WHERE key IN (?, ?)", [_TERMS_VERSION, _CLUSTERED_AT])
 
     def search(
         self, session: str | None, terms: Sequence[str], k: int = 20, days: tuple[date, date] | None = None

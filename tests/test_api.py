@@ -383,3 +383,51 @@ def test_lexical_hits_far_below_the_best_are_left_to_the_other_channels() -> Non
     assert within_reach(hits, 0.3) == ["teach", "talk"]
     assert within_reach(hits, 0.0) == ["teach", "talk", "name-only", "other"]
     assert within_reach([], 0.3) == []
+
+
+def test_speaker_labels() -> None:
+    from appliance.lang.speakers import speaker
+
+    assert speaker("Nora: Is she marrying the guy from Dublin?") == "Nora"
+    assert speaker("Mary Ann Lee: hi there") == "Mary Ann Lee"
+    assert speaker("李雷：你好") == "李雷"
+    assert speaker("order 4567: still late") is None
+    assert speaker("Note that the meeting moved: 3pm") is None
+    assert speaker("my sister Priya is a nurse") is None
+    assert speaker("Nora:") is None  # a label and nothing said
+
+
+def test_the_reply_to_a_question_among_the_best_hits_is_recalled_as_its_answer(settings) -> None:  # type: ignore[no-untyped-def]
+    """In a transcript of labelled speakers, "Who is Hannah marrying?" finds "Nora: Is she marrying
+    the guy from Dublin?" and, through it, Ben's reply — which shares no word with the question.
+    One user's own messages (no labels) have no replies: the next message is no answer."""
+    from datetime import UTC, datetime, timedelta
+
+    def conversation(labelled: bool, step: timedelta = timedelta(minutes=1)) -> tuple[Appliance, list[Any]]:
+        db = settings.home / f"r{labelled}{step.seconds}.duckdb"
+        app = Appliance(db=db, model=FakeEngine(), settings=settings, embedder=None)
+        t0 = datetime(2026, 3, 7, 18, 0, tzinfo=UTC)
+        turns = [
+            ("Ben", "By the way, my sister Hannah is getting married in September."),
+            ("Nora", "Oh lovely! Where?"),
+            ("Ben", "In a vineyard near Porto, that's partly why I moved here."),
+            ("Nora", "Is she marrying the guy from Dublin?"),
+            ("Ben", "Yes, Callum. He's an architect, really nice guy."),
+            ("Nora", "I'm so happy for her."),
+        ]
+        recs = [
+            app.record(f"{who}: {text}" if labelled else text, "s", now=t0 + i * step)
+            for i, (who, text) in enumerate(turns)
+        ]
+        return app, recs
+
+    for step in (timedelta(minutes=1), timedelta(0)):  # turns a minute apart, or all stamped alike
+        app, recs = conversation(labelled=True, step=step)
+        res = app.recall("Who is Hannah marrying?", "s", now=datetime(2026, 8, 1, tzinfo=UTC))
+        reply = next(m for m in res.memories if m.memory.memory_id == recs[4].memory_id)
+        assert "reply" in reply.paths
+        app.close()
+    app, recs = conversation(labelled=False)
+    res = app.recall("Who is Hannah marrying?", "s", now=datetime(2026, 8, 1, tzinfo=UTC))
+    assert all("reply" not in m.paths for m in res.memories)
+    app.close()

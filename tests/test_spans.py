@@ -170,3 +170,46 @@ def test_months_are_whole_words(text: str, dates: list[str]) -> None:
 
     now = datetime(2026, 6, 30, tzinfo=UTC)
     assert [d.value for d in find_dates(language_for(), text, now)] == dates
+
+
+@pytest.mark.parametrize(
+    ("text", "first", "last"),
+    [
+        ("we adopted a dog last weekend", "2026-03-28", "2026-03-29"),  # said on Thursday 2 April
+        ("this weekend we go hiking", "2026-04-04", "2026-04-05"),
+        ("next weekend", "2026-04-11", "2026-04-12"),
+        ("我上周末去了杭州", "2026-03-28", "2026-03-29"),
+        ("这周末去爬山", "2026-04-04", "2026-04-05"),
+        ("三天前我去了医院", "2026-03-30", "2026-03-30"),
+        ("两个星期前", "2026-03-19", "2026-03-19"),
+    ],
+)
+def test_weekends_and_days_ago(text: str, first: str, last: str) -> None:
+    from datetime import UTC, datetime
+
+    from appliance.lang.dates import find_dates
+
+    (found,) = find_dates(language_for(("en", "zh")), text, datetime(2026, 4, 2, 20, 0, tzinfo=UTC))
+    assert (found.first.isoformat() if found.first else None, found.last.isoformat() if found.last else None) == (
+        first,
+        last,
+    )
+
+
+def test_the_context_resolves_the_days_a_memory_states_against_when_it_was_said() -> None:
+    from datetime import UTC, datetime
+
+    from appliance.domain.records import MemoryRecord, RankedMemory
+    from appliance.recall.context import compose
+
+    said = MemoryRecord(
+        memory_id="m1",
+        session_id="s",
+        timestamp=datetime(2026, 3, 7, 18, 57, tzinfo=UTC),
+        schema_id="x",
+        status="ok",
+        confidence=0.9,
+        source_text="Nora: I ran 8 kilometres yesterday without stopping.",
+    )
+    context = compose([], [RankedMemory(memory=said, score=1.0, paths=["lexical"])], lang=language_for(("en",)))
+    assert '"Nora: I ran 8 kilometres yesterday without stopping." (yesterday = 2026-03-06)' in context

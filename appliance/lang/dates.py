@@ -87,7 +87,7 @@ def _en_patterns(
         "weekday": re.compile(rf"(?:(?P<mod>{mod})\s+)?(?P<wd>{wd})(?:\s+(?P<after>{mod}))?(?:\s+week)?", re.I),
         "ordinal": re.compile(rf"\b(?:the\s+)?(?P<day>\d{{1,2}})(?P<suf>{suf})\b(?:\s+(?P<of>{ofm}))?", re.I),
         "month": re.compile(rf"\b(?:(?P<mod>{mod})\s+)?(?P<mon>{mon})\b(?:\s+(?P<year>\d{{4}}))?", re.I),
-        "relmonth": re.compile(rf"\b(?P<mod>{mod})\s+(?P<unit>month|week|year)\b", re.I),
+        "relmonth": re.compile(rf"\b(?P<mod>{mod})\s+(?P<unit>month|weekend|week|year)\b", re.I),
         "in_n": re.compile(r"\bin\s+(?P<n>\d{1,2}|a|one|two|three|four|five|six|seven)\s+(?P<unit>day|week)s?\b", re.I),
     }
 
@@ -97,9 +97,11 @@ _ZH_DAY = re.compile(r"(?<![月\d])(?P<day>\d{1,2})[号日]")
 _ZH_NEXT_MONTH_DAY = re.compile(r"(?P<mod>下个月|下月|上个月|上月|这个月|本月)(?P<day>\d{1,2})[号日]")
 _ZH_MONTH = re.compile(r"(?:(?P<year>\d{4})年)?(?P<month>\d{1,2})月(?![\d份]*[日号\d])")
 _ZH_RELMONTH = re.compile(
-    r"(?P<mod>下个|上个|这个|本|下|上)(?P<unit>月|周|星期|礼拜)(?![一二三四五六日天\d])|(?P<year>去年|今年|明年)"
+    r"(?P<mod>下个|上个|这个|这|本|下|上)(?P<unit>月|周末|周|星期|礼拜)(?![一二三四五六日天\d])|(?P<year>去年|今年|明年)"
 )
 _ZH_LATER = re.compile(r"(?P<n>\d{1,2})\s?(?P<unit>天|周)后")
+_ZH_AGO = re.compile(r"(?P<n>\d{1,2}|[一二两三四五六七八九十])\s?(?P<unit>天|个?星期|周)前")
+_ZH_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九十")} | {"两": 2}
 
 
 def _mod_delta(lang: Language, word: str | None) -> int:
@@ -198,9 +200,10 @@ def find_dates(lang: Language, text: str, now: datetime) -> list[DateSpan]:
             if unit == "month":
                 y, mo = _shift_month(today.year, today.month, delta)
                 add(f"{y:04d}-{mo:02d}", m.start(), m.end())
-            elif unit == "week":
+            elif unit in ("week", "weekend"):
                 monday = today - timedelta(days=today.weekday()) + timedelta(weeks=delta)
-                add(None, m.start(), m.end(), monday, monday + timedelta(days=6))
+                first = monday + timedelta(days=5 if unit == "weekend" else 0)  # Saturday and Sunday
+                add(None, m.start(), m.end(), first, monday + timedelta(days=6))
             else:
                 add(None, m.start(), m.end(), date(today.year + delta, 1, 1), date(today.year + delta, 12, 31))
         for m in pats["in_n"].finditer(text):
@@ -253,7 +256,12 @@ def _han_dates(text: str, today: date, add: object, day: object) -> None:
             add_(f"{y:04d}-{mo:02d}", m.start(), m.end())
         else:
             monday = today - timedelta(days=today.weekday()) + timedelta(weeks=delta)
-            add_(None, m.start(), m.end(), monday, monday + timedelta(days=6))
+            first = monday + timedelta(days=5 if m.group("unit") == "周末" else 0)  # 周末: Saturday, Sunday
+            add_(None, m.start(), m.end(), first, monday + timedelta(days=6))
+    for m in _ZH_AGO.finditer(text):
+        n = m.group("n")
+        k = int(n) if n.isdigit() else _ZH_DIGITS[n]
+        day_(today - timedelta(days=k * (1 if m.group("unit") == "天" else 7)), m)
     for m in _ZH_LATER.finditer(text):
         k = int(m.group("n"))
         day_(today + timedelta(days=k * (7 if m.group("unit") == "周" else 1)), m)

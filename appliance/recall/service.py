@@ -180,7 +180,7 @@ class RecallService:
             sql=sql,
             params=params,
             hits=answer,
-            context=compose(answer, ranked, not_found),
+            context=compose(answer, ranked, not_found, schema.language),
             raw_output=parsed.raw_output,
             memories=ranked,
             not_found=not_found,

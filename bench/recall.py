@@ -1,7 +1,7 @@
 """Recall benchmark: does the appliance find the memory that answers a question?
 
 Sets:
-* ``conv`` — bench/convsets/*.json: four long multi-session conversations (English, Chinese)
+* ``conv`` — bench/convsets/*.json: five long multi-session conversations (English, Chinese)
   written before any recall tuning, recorded turn by turn with the shipped personal_memory
   schema at their real message times; questions asked at their own time, with gold evidence
   turns; types single / multi / temporal / not_stored.

@@ -182,6 +182,8 @@ def test_months_are_whole_words(text: str, dates: list[str]) -> None:
         ("这周末去爬山", "2026-04-04", "2026-04-05"),
         ("三天前我去了医院", "2026-03-30", "2026-03-30"),
         ("两个星期前", "2026-03-19", "2026-03-19"),
+        ("活动要改到四月十九号了", "2026-04-19", "2026-04-19"),  # Chinese numerals
+        ("十二月三十一日", "2026-12-31", "2026-12-31"),
     ],
 )
 def test_weekends_and_days_ago(text: str, first: str, last: str) -> None:
@@ -213,3 +215,15 @@ def test_the_context_resolves_the_days_a_memory_states_against_when_it_was_said(
     )
     context = compose([], [RankedMemory(memory=said, score=1.0, paths=["lexical"])], lang=language_for(("en",)))
     assert '"Nora: I ran 8 kilometres yesterday without stopping." (yesterday = 2026-03-06)' in context
+
+
+def test_a_chinese_question_word_keeps_its_measure_word() -> None:
+    """ "哪所大学" asks for a university: the piece is "大学", not a name "所大学"; and a metro
+    line ("三号线") is no day of the month."""
+    from appliance.lang.dates import find_dates
+    from appliance.lang.segment import cjk_pieces, tokens
+
+    lang = language_for(("zh",))
+    pieces = [p.text for tok in tokens("阿琳想考哪所大学？") if tok.cjk for p in cjk_pieces(lang, tok)]
+    assert "大学" in pieces and "所大学" not in pieces
+    assert find_dates(lang, "三号线", datetime(2026, 1, 1, tzinfo=UTC)) == []

@@ -102,6 +102,18 @@ _ZH_RELMONTH = re.compile(
 _ZH_LATER = re.compile(r"(?P<n>\d{1,2})\s?(?P<unit>天|周)后")
 _ZH_AGO = re.compile(r"(?P<n>\d{1,2}|[一二两三四五六七八九十])\s?(?P<unit>天|个?星期|周)前")
 _ZH_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九十")} | {"两": 2}
+# a month and day in Chinese numerals ("四月十九号", "八月二号"); digits are the packs' month_day
+_ZH_NUMERAL_MONTH_DAY = re.compile(
+    r"(?P<month>十[一二]?|[一二三四五六七八九])月(?P<day>[一二三]?十[一二三四五六七八九]?|[一二三四五六七八九])[日号]"
+)
+
+
+def _zh_numeral(text: str) -> int:
+    """一 … 三十一 as an integer."""
+    if "十" not in text:
+        return _ZH_DIGITS[text]
+    tens, _, ones = text.partition("十")
+    return (_ZH_DIGITS[tens] if tens else 1) * 10 + (_ZH_DIGITS[ones] if ones else 0)
 
 
 def _mod_delta(lang: Language, word: str | None) -> int:
@@ -237,6 +249,8 @@ def _han_dates(text: str, today: date, add: object, day: object) -> None:
         delta = 1 if mod.startswith("下") else -1 if mod.startswith("上") else 0
         y, mo = _shift_month(today.year, today.month, delta)
         day_(safe_date(y, mo, int(m.group("day"))), m)
+    for m in _ZH_NUMERAL_MONTH_DAY.finditer(text):
+        day_(safe_date(today.year, _zh_numeral(m.group("month")), _zh_numeral(m.group("day"))), m)
     for m in _ZH_DAY.finditer(text):
         day_(safe_date(today.year, today.month, int(m.group("day"))), m)
     for m in _ZH_MONTH.finditer(text):

@@ -118,6 +118,7 @@ class Appliance:
         self._writes = 0
         self._parsers: dict[str, QuestionParser] = {}
         self._lock = threading.Lock()
+        self._backlog_lock = threading.Lock()
         self.recaller = RecallService(self.store, self.embedder)
         self.lifecycle = LifecycleService(
             self.store, self.grammars, lambda: list(self.schemas.values()), lambda: self.engine, self._lock
@@ -407,11 +408,14 @@ class Appliance:
     def _index_backlog(self) -> None:
         """Index memories the lexical and time channels do not hold yet (once, e.g. after an
         upgrade from a file written before they existed)."""
-        if not self._indexed:
-            self.reindex_lexical()
-            self.backfill_lexical()
-            self.backfill_days()
-            self._indexed = True
+        if self._indexed:
+            return
+        with self._backlog_lock:  # one thread rebuilds; two clearing and refilling would double postings
+            if not self._indexed:
+                self.reindex_lexical()
+                self.backfill_lexical()
+                self.backfill_days()
+                self._indexed = True
 
     def query(
         self,

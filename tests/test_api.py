@@ -431,3 +431,31 @@ def test_the_reply_to_a_question_among_the_best_hits_is_recalled_as_its_answer(s
     res = app.recall("Who is Hannah marrying?", "s", now=datetime(2026, 8, 1, tzinfo=UTC))
     assert all("reply" not in m.paths for m in res.memories)
     app.close()
+
+
+def test_concurrent_first_recalls_rebuild_the_index_once(settings) -> None:  # type: ignore[no-untyped-def]
+    """Several threads asking at once right after an upgrade: the postings come out as ``record``
+    wrote them, not doubled by two rebuilds racing."""
+    import threading
+    from datetime import UTC, datetime, timedelta
+
+    path = settings.home / "race.duckdb"
+    app = Appliance(db=path, model=FakeEngine(), settings=settings, embedder=None)
+    t0 = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
+    for i in range(40):
+        app.record(f"turn {i}: we adopted kitten number {i}", "a", now=t0 + timedelta(minutes=i))
+    as_recorded = sorted(app.store.db.fetch("SELECT memory_id, term, tf FROM lexical_terms"))
+    with app.store.db.transaction() as con:
+        con.execute("DELETE FROM meta WHERE key = 'lexical_terms_version'")
+    app.close()
+    app = Appliance(db=path, model=FakeEngine(), settings=settings, embedder=None)
+    threads = [
+        threading.Thread(target=app.recall, args=("who adopted a kitten?", "a"), kwargs={"now": t0 + timedelta(days=1)})
+        for _ in range(4)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(app.store.db.fetch("SELECT memory_id, term, tf FROM lexical_terms")) == as_recorded
+    app.close()

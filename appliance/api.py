@@ -310,12 +310,8 @@ class Appliance:
                     return done
             plan = Resolver(schema, self.store).resolve(rec)
             plan.vector = vector
-            terms = memory_terms(plan.record)
             before = self.store.records.text_before(rec.session_id, rec.timestamp, CONVERSATION_GAP)
-            if before is not None:  # the words of the turn just before, which this one does not repeat
-                own = set(terms)
-                terms += [t for t in index_terms(before) if t not in own]
-            plan.terms = tuple(terms)
+            plan.terms = tuple(with_turn_before(memory_terms(plan.record), before))
             plan.days = tuple(days_of(schema, plan.record))
             stored = self.store.write(plan, request_id)
             self._writes += 1
@@ -338,13 +334,16 @@ class Appliance:
         ``record`` indexes them: text, entity id and values, and the words of the turn before."""
         done = 0
         while rows := self.store.lexical.missing(CONVERSATION_GAP, batch):
-            docs = []
-            for row in rows:
-                terms = memory_terms_of(row.text, json.loads(row.attributes), row.entity_id)
-                if row.text_before is not None:
-                    own = set(terms)
-                    terms += [t for t in index_terms(row.text_before) if t not in own]
-                docs.append((row.memory_id, row.session_id, terms))
+            docs = [
+                (
+                    row.memory_id,
+                    row.session_id,
+                    with_turn_before(
+                        memory_terms_of(row.text, json.loads(row.attributes), row.entity_id), row.text_before
+                    ),
+                )
+                for row in rows
+            ]
             self.store.add_terms(docs)
             done += len(rows)
         return done
@@ -780,6 +779,16 @@ def memory_terms_of(text: str, attributes: dict[str, Any], entity_id: str | None
 
 def memory_terms(rec: MemoryRecord) -> list[str]:
     return memory_terms_of(rec.source_text, rec.attributes, rec.entity_id)
+
+
+def with_turn_before(terms: list[str], before: str | None) -> list[str]:
+    """A turn's terms and the words of the turn just before it (``before``, None when there is
+    none within the conversation gap) that it does not repeat: ``record`` and the backfill index
+    a turn alike."""
+    if before is None:
+        return terms
+    own = set(terms)
+    return terms + [t for t in index_terms(before) if t not in own]
 
 
 def _known(encoder: str) -> str:

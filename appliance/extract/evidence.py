@@ -465,7 +465,7 @@ class SchemaEvidence:
         for part in info.bool_parts:
             p = part.lower()
             for pos in _part_positions(low, p):
-                end = _word_end(low, pos + len(p)) if p.isascii() else pos + len(p)
+                end = _part_end(low, pos, p)
                 if any(a <= pos and end <= b for a, b in occupied.typed):
                     continue
                 if any(
@@ -496,7 +496,7 @@ class SchemaEvidence:
             for part in info.bool_parts:
                 for pos in _part_positions(low, part.lower()):
                     if self.lang.negated_at(low, pos) and not self.lang.asked_at(low, pos):
-                        end = _word_end(low, pos + len(part)) if part.isascii() else pos + len(part)
+                        end = _part_end(low, pos, part)
                         feats = {"bias": 1.0, "boolean": 1.0}
                         return [Candidate(a.name, info.absence, text[pos:end], pos, end, feats)]
         value_vecs = self._encode_map([v.value for v in a.values])
@@ -607,6 +607,12 @@ def _word_end(low: str, end: int) -> int:
     while end < len(low) and (low[end].isascii() and low[end].isalnum()):
         end += 1
     return end
+
+
+def _part_end(low: str, pos: int, part: str) -> int:
+    """Where an occurrence of a yes/no word part at ``pos`` ends: a latin part takes the rest
+    of its word ("wi" → "wifi"), a CJK part only itself."""
+    return _word_end(low, pos + len(part)) if part.isascii() else pos + len(part)
 
 
 def _find_exact(low: str, phrase: str) -> int:

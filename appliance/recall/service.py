@@ -196,16 +196,21 @@ class RecallService:
         is the next turn said by another speaker; turns without speaker labels (one user's own
         messages, where the next one is rarely an answer) have none."""
         texts = {r.memory_id: r.source_text for r in self.store.records.by_ids([f.memory_id for f in head])}
-        asks = [
-            f.memory_id
+        askers = {  # question → who asked it, in the ranking's order
+            f.memory_id: who
             for f in head
             if f.memory_id in texts
-            and speaker(texts[f.memory_id]) is not None
+            and (who := speaker(texts[f.memory_id])) is not None
             and schema.language.is_question(texts[f.memory_id])
-        ]
-        after = self.store.records.replies(asks, CONVERSATION_GAP)
-        said = {r.memory_id: speaker(r.source_text) for r in self.store.records.by_ids(list(after.values()))}
-        return [after[a] for a in asks if a in after and said.get(after[a]) not in (None, speaker(texts[a]))]
+        }
+        after = self.store.records.replies(list(askers), CONVERSATION_GAP)
+        out: list[str] = []
+        for asked, who in askers.items():
+            if asked in after:
+                reply, text = after[asked]
+                if speaker(text) not in (None, who):
+                    out.append(reply)
+        return out
 
     def _not_found(
         self,

@@ -146,24 +146,23 @@ class RecordsRepo:
         marks = ", ".join("?" for _ in ids)
         return self._where(f"m.memory_id IN ({marks})", list(ids), limit=len(ids), order=order)
 
-    def replies(self, ids: Sequence[str], within: timedelta) -> dict[str, str]:
+    def replies(self, ids: Sequence[str], within: timedelta) -> dict[str, tuple[str, str]]:
         """For each memory of ``ids``, the memory told next in its session (by message time, then
-        by when it was stored), when that is at most ``within`` later: memory id → reply id.
-        One bounded lookup per memory: a correlated query over the session reads all of it
-        (100k memories: 13 ms for three)."""
-        out: dict[str, str] = {}
-        for asked in self.db.fetch(
+        by when it was stored), when that is at most ``within`` later: memory id → (reply id,
+        reply text). One bounded lookup per memory: a correlated query over the session reads
+        all of it (100k memories: 13 ms for three)."""
+        out: dict[str, tuple[str, str]] = {}
+        for mid, session, ts, recorded in self.db.fetch(
             "SELECT memory_id, session_id, ts, recorded_at FROM memories WHERE memory_id IN (SELECT unnest(?))",
             [list(ids)],
         ):
-            mid, session, ts, recorded = asked
             row = self.db.fetch_one(
-                "SELECT memory_id FROM memories WHERE session_id = ? AND ts >= ? AND ts <= ? AND memory_id <> ? "
-                "AND (ts > ? OR recorded_at > ?) ORDER BY ts, recorded_at LIMIT 1",
+                "SELECT memory_id, source_text FROM memories WHERE session_id = ? AND ts >= ? AND ts <= ? "
+                "AND memory_id <> ? AND (ts > ? OR recorded_at > ?) ORDER BY ts, recorded_at LIMIT 1",
                 [session, ts, ts + within, mid, ts, recorded],
             )
             if row is not None:
-                out[mid] = row[0]
+                out[mid] = (row[0], row[1])
         return out
 
     def latest_about(

@@ -287,6 +287,23 @@ def test_not_found_for_two_chinese_things_told_but_never_together(settings) -> N
     app.close()
 
 
+def test_a_date_told_with_the_thing_answers_a_bare_when(settings) -> None:  # type: ignore[no-untyped-def]
+    """ "读书会是哪天？" names no attribute, only asks when: a date told with 读书会 may be its answer,
+    so it is not "not found"; "梅梅的生日是哪天？" names the birthday, and a date told with 梅梅
+    (a dinner) is no birthday."""
+    from datetime import UTC, datetime, timedelta
+
+    app = _fake_app(settings, "personal_memory", "w.duckdb")
+    t0 = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
+    told = ["小雨：四月十九号的读书会也办了，读的是《三体》。", "阿浩：五月二号和梅梅一起吃了火锅。"]
+    for i, text in enumerate(told):
+        app.record(text, "w", now=t0 + timedelta(days=i))
+    later = t0 + timedelta(days=10)
+    assert not app.recall("改期后的读书会是哪天？", "w", now=later).not_found
+    assert "梅梅" in app.recall("梅梅的生日是哪天？", "w", now=later).not_found
+    app.close()
+
+
 def _fake_app(settings, schema: Any, db: str) -> Appliance:  # type: ignore[no-untyped-def]
     """An appliance on ``schema`` with the fake model and encoder (the logic under test is not theirs)."""
     from appliance.testing import FakeEmbedder
@@ -431,6 +448,35 @@ def test_the_reply_to_a_question_among_the_best_hits_is_recalled_as_its_answer(s
     res = app.recall("Who is Hannah marrying?", "s", now=datetime(2026, 8, 1, tzinfo=UTC))
     assert all("reply" not in m.paths for m in res.memories)
     app.close()
+
+
+def test_the_turn_after_a_best_hit_is_recalled_with_it(settings) -> None:  # type: ignore[no-untyped-def]
+    """In a labelled transcript the answer is often the turn after the one sharing the question's
+    words: "Ben's Portuguese lessons" finds "I take lessons twice a week", and with it the next
+    turn, "Tuesdays and Fridays", among the five best. One user's unlabelled messages do not
+    follow each other that way: no such path."""
+    from datetime import UTC, datetime, timedelta
+
+    turns = [
+        ("Nora", "So are you learning Portuguese?"),
+        ("Ben", "Trying to. I take lessons twice a week with a tutor called Inês."),
+        ("Ben", "Tuesdays and Fridays at seven in the evening."),
+        *[(("Nora", "Ben")[i % 2], f"Filler line number {i} about the weather and the football.") for i in range(12)],
+    ]
+    t0 = datetime(2026, 3, 7, 18, 0, tzinfo=UTC)
+    for labelled in (True, False):
+        app = Appliance(db=settings.home / f"f{labelled}.duckdb", model=FakeEngine(), settings=settings, embedder=None)
+        recs = [
+            app.record(f"{who}: {text}" if labelled else text, "s", now=t0 + i * timedelta(minutes=1))
+            for i, (who, text) in enumerate(turns)
+        ]
+        res = app.recall("On which days are Ben's Portuguese lessons?", "s", now=datetime(2026, 8, 1, tzinfo=UTC))
+        top = {m.memory.memory_id: m for m in res.memories[:5]}
+        if labelled:
+            assert recs[2].memory_id in top and "follow" in top[recs[2].memory_id].paths
+        else:
+            assert all("follow" not in m.paths for m in res.memories)
+        app.close()
 
 
 def test_concurrent_first_recalls_rebuild_the_index_once(settings) -> None:  # type: ignore[no-untyped-def]

@@ -227,3 +227,23 @@ def test_a_chinese_question_word_keeps_its_measure_word() -> None:
     pieces = [p.text for tok in tokens("阿琳想考哪所大学？") if tok.cjk for p in cjk_pieces(lang, tok)]
     assert "大学" in pieces and "所大学" not in pieces
     assert find_dates(lang, "三号线", datetime(2026, 1, 1, tzinfo=UTC)) == []
+
+
+def test_a_speaker_label_ends_where_a_sentence_starts() -> None:
+    """ "Ben: Amazing!!" — the word after a speaker label opens a sentence, so its capital makes
+    no name (a transcript made persons "Amazing", "Congratulations", "Welcome"); a capitalised
+    word later in the turn still is one."""
+    from appliance.extract.spans import find_spans
+    from appliance.lang.speakers import opening
+
+    lang = language_for(("en",))
+    now = datetime(2026, 5, 4)
+
+    def names(text: str) -> list[str]:
+        return [s.text for s in find_spans(lang, text, now) if s.kind == "text" and s.capital]
+
+    assert opening("Ben: Amazing!! Was the ankle ok?") == 5 and opening("no label here") == 0
+    assert names("Ben: Amazing!! Was the ankle ok?") == []
+    assert names("Nora: Congratulations on the job") == []
+    assert "Tasha" in names("Nora: I know, but my friend Tasha talked me into it.")
+    assert "Amazing" in names("The film was called Amazing")  # mid-sentence, unlabelled: a name

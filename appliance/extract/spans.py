@@ -24,6 +24,7 @@ from ..lang import Language, alternation, has_cjk
 from ..lang.dates import find_dates
 from ..lang.numbers import find_numbers
 from ..lang.segment import Token, cjk_pieces, tokens
+from ..lang.speakers import opening
 from ..lang.times import find_times
 
 __all__ = ["Span", "find_spans", "MAX_TEXT_WORDS"]
@@ -199,6 +200,7 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
     possessive = tuple(w.lower() for w in lx.possessive_suffixes)
     out: list[Span] = []
     toks = tokens(text)
+    said = opening(text)  # a speaker label ends where a sentence starts ("Ben: Amazing!")
     # --- CJK: pieces between function words, a following "(…)" kept with its piece -------
     suffixes = sorted({x for x in lx.name_suffixes if has_cjk(x)}, key=len, reverse=True)
     for k, tok in enumerate(toks):
@@ -311,7 +313,7 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
                     continue
                 capital = (
                     all(t.text[:1].isupper() or not t.word or t.low in joiners for t in chunk)
-                    and not (start == 0 or text[:start].rstrip().endswith((".", "!", "?")))
+                    and not (start in (0, said) or text[:start].rstrip().endswith((".", "!", "?")))
                     or (all(t.text[:1].isupper() for t in chunk if t.word) and len(chunk) > 1)
                 )
                 out.append(make(start, end, "text", surface, capital=bool(capital)))  # type: ignore[operator]

@@ -2,7 +2,7 @@
 
 Each channel (structured query, matched entities, asked attribute, time range, lexical BM25,
 semantic vectors, the shape of the asked attribute's values, the replies to questions among the
-best hits) returns memories in its own order.
+best hits, the turns right after the best hits) returns memories in its own order.
 A memory's fused score is the sum over the channels that found it of ``weight / (K + rank)``;
 every memory appears once, with every path that found it.
 RRF needs no score calibration between channels (BM25 scores and cosines do not compare). All
@@ -30,6 +30,7 @@ CHANNEL_WEIGHTS: dict[str, float] = {
     "semantic": 1.0,
     "shape": 1.0,  # candidates stating a value of the asked attribute's type (a date for a date)
     "reply": 1.0,  # the next turn, by another speaker, after a question among the best hits
+    "follow": 0.5,  # the next turn after one of the three best hits (labelled transcripts)
 }
 
 

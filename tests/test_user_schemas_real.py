@@ -176,3 +176,16 @@ def test_chinese_names_are_safe_in_queries_and_recall(chinese: Appliance) -> Non
     assert "目的地" not in q.sql  # attribute names are parameters, never SQL text
     res = chinese.recall("我打车去哪里？", session_id="z3", now=NOW + timedelta(minutes=5))
     assert "北京南站" in res.context
+
+
+def test_a_type_named_after_a_word_of_nearness_is_flagged(chinese: Appliance) -> None:
+    """After a taxi was ordered, "北京南站附近有什么酒店？" may ask about the station's surroundings
+    or start a hotel search: the record is flagged for review, not stored as sure. Without the word
+    of nearness the same change of type is no such doubt."""
+    chinese.record("帮我叫一辆出租车，从天坛公园到北京南站", session_id="z4", now=NOW)
+    near = chinese.record("北京南站附近有什么酒店？", session_id="z4", now=NOW + timedelta(minutes=1))
+    assert near.entity_type == "酒店"
+    assert near.status == "needs_review" and "附近" in near.note
+    chinese.record("帮我叫一辆出租车，从天坛公园到北京南站", session_id="z5", now=NOW)
+    plain = chinese.record("我想找一家有WiFi的酒店", session_id="z5", now=NOW + timedelta(minutes=1))
+    assert plain.entity_type == "酒店" and "附近" not in plain.note

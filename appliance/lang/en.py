@@ -159,6 +159,7 @@ LEXICON = Lexicon(
     recent_words=("latest", "recent", "recently", "last time", "newest", "most recent"),
     amount_questions=("how much",),
     when_words=("when", "what date", "what day", "what time", "how long ago"),
+    nearby_words=("near", "nearby", "close to", "next to"),
     negations=("not", "n't", "never", "no", "without"),
     negation_bridges=("yet", "been", "want", "need", "any"),
     rule_out=("not", "isn't", "wasn't"),

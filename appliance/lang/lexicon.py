@@ -39,6 +39,7 @@ class Lexicon:
     recent_words: tuple[str, ...] = ()  # the question asks for recent things ("latest", "最近")
     amount_questions: tuple[str, ...] = ()  # "how much", "多少钱": the answer is an amount
     when_words: tuple[str, ...] = ()  # "when did …", "什么时候"
+    nearby_words: tuple[str, ...] = ()  # "near", "周边": what follows is near the subject, not it
     # --- negation and affirmation ------------------------------------------------------
     negations: tuple[str, ...] = ()  # before a word, deny it ("not", "never", "没")
     negation_bridges: tuple[str, ...] = ()  # may stand between a negation and its word ("yet", "已经")

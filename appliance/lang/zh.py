@@ -90,6 +90,7 @@ LEXICON = Lexicon(
     amount_questions=("多少钱",),
     linking_particles=("的",),
     when_words=("什么时候", "哪天", "几号", "何时", "哪一天"),
+    nearby_words=("周边", "附近", "周围", "旁边"),
     negations=("没有", "没", "未", "不"),
     negation_bridges=("已经", "已", "有", "要", "需要", "想"),
     rule_out=("不是", "并非"),

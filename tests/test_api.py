@@ -393,6 +393,18 @@ def test_a_name_in_every_other_turn_does_not_outrank_the_turn_that_answers(setti
     app.close()
 
 
+def test_equal_fused_scores_are_ordered_by_rank_and_channel_not_by_id() -> None:
+    """Mirrored ranks sum alike; the order must not depend on the memory ids (random uuids: two
+    recordings of one conversation ranked differently)."""
+    from appliance.recall.fusion import fuse
+
+    for first, second in (("a", "z"), ("z", "a")):
+        fused = fuse({"lexical": [first, second], "semantic": [second, first], "time": ["t2", "t1"]})
+        assert fused[0].score == fused[1].score
+        assert [f.memory_id for f in fused[:2]] == [first, second]  # lexical's first: channel listed first
+        assert [f.memory_id for f in fused[2:]] == ["t2", "t1"]  # the better single rank first
+
+
 def test_lexical_hits_far_below_the_best_are_left_to_the_other_channels() -> None:
     from appliance.recall.fusion import within_reach
 

@@ -66,4 +66,12 @@ def fuse(channels: Mapping[str, Sequence[str]], weights: Mapping[str, float] = C
             f.score += w / (K + rank)
             f.paths.append(channel)
             f.ranks[channel] = rank
-    return sorted(out.values(), key=lambda f: (-f.score, f.memory_id))
+    # equal sums are common (rank 1 in one channel, rank 1 in another): the better single rank,
+    # then the channel listed first, decides — never the memory id, a random uuid that made two
+    # recordings of one conversation rank differently
+    order = {c: i for i, c in enumerate(channels)}
+
+    def best(f: Fused) -> tuple[int, int]:
+        return min((r, order[c]) for c, r in f.ranks.items())
+
+    return sorted(out.values(), key=lambda f: (-f.score, *best(f), f.memory_id))

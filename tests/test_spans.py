@@ -247,3 +247,23 @@ def test_a_speaker_label_ends_where_a_sentence_starts() -> None:
     assert names("Nora: Congratulations on the job") == []
     assert "Tasha" in names("Nora: I know, but my friend Tasha talked me into it.")
     assert "Amazing" in names("The film was called Amazing")  # mid-sentence, unlabelled: a name
+
+
+def test_a_name_said_to_someone_is_no_subject() -> None:
+    """ "Hey Nora! Lisbon is great …" — Nora is addressed; the rest is no fact about her. A name
+    after other words ("I met Tasha, …") or an answer naming a place ("Yes, San Jose.") is kept."""
+    from appliance.extract.spans import find_spans
+
+    lang = language_for(("en",))
+    now = datetime(2026, 5, 4)
+
+    def names(text: str) -> list[str]:
+        return [s.text for s in find_spans(lang, text, now) if s.kind == "text" and s.capital]
+
+    assert "Nora" not in names("Ben: Hey Nora! Lisbon is great, better than Manchester.")
+    assert "Manchester" in names("Ben: Hey Nora! Lisbon is great, better than Manchester.")
+    assert names("Ben: Bye Nora, say hi to Marcus!") == ["Marcus"]
+    assert names("Thanks, Ben.") == []
+    assert "Tasha" in names("Nora: I met Tasha, she was lovely")
+    assert "San Jose" in names("Yes, San Jose.")
+    assert "New York" in names("New York.")  # a bare answer, addressed to no one

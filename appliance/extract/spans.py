@@ -172,6 +172,21 @@ def _dedupe(spans: list[Span]) -> list[Span]:
     return out
 
 
+def _addressed(text: str, start: int, end: int, said: int, greetings: frozenset[str]) -> bool:
+    """Whether the name at ``start:end`` is said to someone: only greeting words between the
+    sentence's start and it, and a sentence or clause end after it ("Hey Nora! Lisbon is
+    great" — Nora is addressed, and Lisbon's weather is no fact about her)."""
+    after = text[end:].lstrip()
+    if after and after[0] not in "!,.?;":
+        return False
+    opened = max([said, *(text.rfind(p, 0, start) + 1 for p in ".!?")])
+    before = re.findall(r"[\w'’]+", text[opened:start].lower())
+    own = re.findall(r"[\w'’]+", text[start:end].lower())
+    if own and own[0] in greetings and not before:  # "Bye Nora," read as one capitalised run
+        before = own[: next((i for i, w in enumerate(own) if w not in greetings), len(own))]
+    return bool(before) and all(w in greetings for w in before)  # a bare "New York." is an answer
+
+
 def _addresses(lang: Language, text: str, typed: list[Span], make: object) -> list[Span]:
     """A house number followed by capitalised words and a street word ("3468 Mount Diablo
     Boulevard", "310 Sutter Street 4th Floor")."""
@@ -198,6 +213,7 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
     stop = {w.lower() for w in (*lx.stopwords, *lx.fillers, *lx.prepositions, *lx.question_openers, *lx.request_verbs)}
     joiners = {w.lower() for w in lx.name_joiners}
     possessive = tuple(w.lower() for w in lx.possessive_suffixes)
+    greetings = frozenset(g for w in lx.greetings for g in w.lower().split())
     out: list[Span] = []
     toks = tokens(text)
     said = opening(text)  # a speaker label ends where a sentence starts ("Ben: Amazing!")
@@ -315,6 +331,6 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
                     all(t.text[:1].isupper() or not t.word or t.low in joiners for t in chunk)
                     and not (start in (0, said) or text[:start].rstrip().endswith((".", "!", "?")))
                     or (all(t.text[:1].isupper() for t in chunk if t.word) and len(chunk) > 1)
-                )
+                ) and not _addressed(text, start, end, said, greetings)
                 out.append(make(start, end, "text", surface, capital=bool(capital)))  # type: ignore[operator]
     return out

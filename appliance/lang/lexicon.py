@@ -89,6 +89,9 @@ class Lexicon:
     stopwords: tuple[str, ...] = ()  # function words: never a value on their own
     request_verbs: tuple[str, ...] = ()  # verbs of asking and doing ("book", "find", "预订"): not values
     fillers: tuple[str, ...] = ()  # chat fillers that never start a value ("please", "吧")
+    # words said to someone before their name ("Hey Nora!", "Thanks, Ben."): the name is the
+    # addressee, no subject of the message
+    greetings: tuple[str, ...] = ()
     name_titles: tuple[str, ...] = ()  # "Mr", "Dr", "先生" (a name is next to one)
     # endings that derive words of one root ("directed", "director" → "direct"; "starring" →
     # "star"): a cue word matches an attribute's word when their roots do

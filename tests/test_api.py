@@ -491,6 +491,31 @@ def test_the_turn_after_a_best_hit_is_recalled_with_it(settings) -> None:  # typ
         app.close()
 
 
+def test_a_best_hit_followed_by_a_question_back_brings_its_answer(settings) -> None:  # type: ignore[no-untyped-def]
+    """ "I moved here for the new job" → "What are you doing there again?" → "I'm a software
+    tester": after a best hit whose next turn asks back, the answer to that question follows
+    too — from another speaker only (the asker going on is no answer)."""
+    from datetime import UTC, datetime, timedelta
+
+    from appliance.recall.fusion import Fused
+
+    t0 = datetime(2026, 3, 7, 18, 0, tzinfo=UTC)
+    app = Appliance(db=settings.home / "ask.duckdb", model=FakeEngine(), settings=settings, embedder=None)
+    turns = [
+        "Ben: I moved here in January for the new job.",
+        "Nora: What are you doing there again?",
+        "Ben: I'm a software tester at a fintech company.",
+        "Nora: Nice. Is it calm?",
+        "Nora: Mine is not.",
+    ]
+    recs = [app.record(t, "s", now=t0 + i * timedelta(minutes=1)) for i, t in enumerate(turns)]
+    schema = app.schema_for(turns[0], None)[0]
+    ids = [r.memory_id for r in recs]
+    assert app.recaller._follows(schema, [Fused(ids[0], 1.0)]) == [ids[1], ids[2]]
+    assert app.recaller._follows(schema, [Fused(ids[2], 1.0)]) == [ids[3]]  # Nora asks, Nora goes on
+    app.close()
+
+
 def test_concurrent_first_recalls_rebuild_the_index_once(settings) -> None:  # type: ignore[no-untyped-def]
     """Several threads asking at once right after an upgrade: the postings come out as ``record``
     wrote them, not doubled by two rebuilds racing."""

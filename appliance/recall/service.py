@@ -12,7 +12,8 @@
    lexical and semantic are limited to the time range when the question has one;
    * **reply** — in a transcript of labelled speakers, the next turn by another speaker after a
      question among the best hits so far (its answer);
-   * **follow** — in such a transcript, the turn after each of the three best hits (weight 0.5);
+   * **follow** — in such a transcript, the turn after each of the three best hits, and the
+     answer to it when it asks back (weight 0.5);
 3. ``fusion.fuse`` — weighted reciprocal-rank fusion, each memory once with all its paths;
 4. "not found" — a key that matches nothing stored, or an asked attribute the named entity
    lacks and no memory of it mentions, or a question whose rarest term occurs nowhere: the
@@ -158,7 +159,7 @@ class RecallService:
         if replies := self._replies(schema, fused[:REPLY_SOURCES]):
             channels["reply"] = replies
             fused = fuse({k: v for k, v in channels.items() if v}, self.weights)
-        if follows := self._follows(fused[:FOLLOW_SOURCES]):
+        if follows := self._follows(schema, fused[:FOLLOW_SOURCES]):
             channels["follow"] = follows
             fused = fuse({k: v for k, v in channels.items() if v}, self.weights)
         fused = fused[:TOP_K]
@@ -222,16 +223,23 @@ class RecallService:
                     out.append(reply)
         return out
 
-    def _follows(self, head: list[Fused]) -> list[str]:
+    def _follows(self, schema: MemorySchema, head: list[Fused]) -> list[str]:
         """The turns told right after the best hits, in a transcript of labelled speakers: the
         answer is often the turn after the one that shares the question's words ("I take lessons
-        twice a week" → "Tuesdays and Fridays at seven"; "What are you doing there?" → "I'm a
-        software tester"). Unlabelled messages (one user's own notes, requests) have none: there
-        the next message is a new matter."""
+        twice a week" → "Tuesdays and Fridays at seven"), and when that turn asks back, the
+        answer to it ("I moved here for the new job" → "What are you doing there again?" → "I'm
+        a software tester": two-friends sets, +1 question each, none lost). Unlabelled messages
+        (one user's own notes, requests) have none: there the next message is a new matter."""
         texts = {r.memory_id: r.source_text for r in self.store.records.by_ids([f.memory_id for f in head])}
         told = [f.memory_id for f in head if f.memory_id in texts and speaker(texts[f.memory_id]) is not None]
         after = self.store.records.replies(told, CONVERSATION_GAP)
-        return [after[m][0] for m in told if m in after and speaker(after[m][1]) is not None]
+        nxt = [after[m] for m in told if m in after and speaker(after[m][1]) is not None]
+        asking = {mid: speaker(text) for mid, text in nxt if schema.language.is_question(text)}
+        answers = self.store.records.replies(list(asking), CONVERSATION_GAP) if asking else {}
+        answered = [
+            answers[q][0] for q, who in asking.items() if q in answers and speaker(answers[q][1]) not in (None, who)
+        ]
+        return [mid for mid, _ in nxt] + answered
 
     def _not_found(
         self,

@@ -267,3 +267,21 @@ def test_a_name_said_to_someone_is_no_subject() -> None:
     assert "Tasha" in names("Nora: I met Tasha, she was lovely")
     assert "San Jose" in names("Yes, San Jose.")
     assert "New York" in names("New York.")  # a bare answer, addressed to no one
+
+
+def test_a_name_cut_at_a_function_word_inside_it_is_offered_whole() -> None:
+    """ "维也纳国际酒店(北京首体店)", "北京都季商旅酒店", "颐和园": the splitter cuts at 也 / 都 / 和;
+    the pieces are offered joined again — but never across a preposition ("老书虫到万寿山")."""
+    from appliance.extract.spans import find_spans
+
+    lang = language_for(("zh",))
+    now = datetime(2026, 5, 4)
+
+    def texts(text: str) -> list[str]:
+        return [s.text for s in find_spans(lang, text, now) if s.kind == "text"]
+
+    assert "维也纳国际酒店(北京首体店)" in texts("维也纳国际酒店(北京首体店)有棋牌室吗？")
+    assert "北京都季商旅酒店" in texts("北京都季商旅酒店的附近有什么餐馆可以用餐吗？")
+    assert "颐和园" in texts("从颐和园到庆丰包子铺(月坛店)乘坐出租车")
+    assert "老书虫到万寿山" not in texts("我打算坐出租车从老书虫到万寿山")
+    assert "故宫和颐" not in texts("故宫和颐和园哪个好玩")

@@ -172,6 +172,29 @@ def _dedupe(spans: list[Span]) -> list[Span]:
     return out
 
 
+def _bridged(
+    text: str, pieces: list[Token], suffixes: list[str], inner: frozenset[str], typed: list[Span], make: object
+) -> list[Span]:
+    """A name with a function word inside ("北京贵都大酒店", "维也纳国际酒店", "颐和园") is cut there
+    into pieces: offer the two pieces joined across one of the pack's ``name_inner_words`` when
+    the second ends with a name word (or a "(…)" branch) and the first is a short stem that is
+    no name itself. Only those words: across 到 or 是 a join makes "老书虫到万寿山", "菜是景观餐厅"."""
+    out = []
+    for left, right in zip(pieces, pieces[1:]):
+        gap = text[left.end : right.start]
+        if gap not in inner or len(left.text) > 4 or left.text.endswith(tuple(suffixes)):
+            continue
+        end = right.end
+        paren = re.match(r"\s*[（(][^）)]{1,30}[）)]", text[end:])
+        if paren:
+            end += paren.end()
+        elif not right.text.endswith(tuple(suffixes)):
+            continue
+        if not _inside(left.start, end, typed):
+            out.append(make(left.start, end, "text", text[left.start : end]))  # type: ignore[operator]
+    return out
+
+
 def _addressed(text: str, start: int, end: int, said: int, greetings: frozenset[str]) -> bool:
     """Whether the name at ``start:end`` is said to someone: only greeting words between the
     sentence's start and it, and a sentence or clause end after it ("Hey Nora! Lisbon is
@@ -222,7 +245,9 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
     for k, tok in enumerate(toks):
         if not tok.cjk:
             continue
-        for piece in cjk_pieces(lang, tok):
+        pieces = cjk_pieces(lang, tok)
+        out += _bridged(text, pieces, suffixes, frozenset(lx.name_inner_words), typed, make)
+        for piece in pieces:
             start, end = piece.start, piece.end
             paren = re.match(r"\s*[（(][^）)]{1,30}[）)]", text[end:])
             if paren:

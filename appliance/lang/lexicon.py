@@ -89,6 +89,9 @@ class Lexicon:
     stopwords: tuple[str, ...] = ()  # function words: never a value on their own
     request_verbs: tuple[str, ...] = ()  # verbs of asking and doing ("book", "find", "预订"): not values
     fillers: tuple[str, ...] = ()  # chat fillers that never start a value ("please", "吧")
+    # function words that also stand inside names ("都" in 北京丽都维景酒店, "也" in 维也纳): a
+    # name cut at one is offered joined again
+    name_inner_words: tuple[str, ...] = ()
     # words said to someone before their name ("Hey Nora!", "Thanks, Ben."): the name is the
     # addressee, no subject of the message
     greetings: tuple[str, ...] = ()

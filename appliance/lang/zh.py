@@ -192,6 +192,7 @@ LEXICON = Lexicon(
     ),
     fillers=("你好", "您好", "谢谢", "好的", "麻烦", "请", "吧", "呢", "啊", "嗯"),
     name_titles=("先生", "女士", "小姐", "老师", "经理"),
+    name_inner_words=("都", "也", "和", "之"),
     name_suffixes=(
         "店",
         "馆",

@@ -405,6 +405,21 @@ def test_equal_fused_scores_are_ordered_by_rank_and_channel_not_by_id() -> None:
         assert [f.memory_id for f in fused[2:]] == ["t2", "t1"]  # the better single rank first
 
 
+def test_equal_bm25_scores_come_in_the_order_they_were_told(settings) -> None:  # type: ignore[no-untyped-def]
+    """Six memories scoring alike (the same word once, the same length) come in the order they
+    were told, not in the order of their random ids — one chance in 720 of passing without it."""
+    from datetime import UTC, datetime, timedelta
+
+    app = Appliance(db=settings.home / "tie.duckdb", model=FakeEngine(), settings=settings, embedder=None)
+    t0 = datetime(2026, 3, 7, 8, 0, tzinfo=UTC)
+    colours = ["red", "blue", "green", "pink", "grey", "gold"]
+    recs = [app.record(f"apples {c}", "s", now=t0 + timedelta(hours=2 * i)) for i, c in enumerate(colours)]
+    found = app.store.lexical.search("s", ["apple"], 10)
+    assert len({round(score, 9) for _, score in found}) == 1
+    assert [m for m, _ in found] == [r.memory_id for r in recs]
+    app.close()
+
+
 def test_lexical_hits_far_below_the_best_are_left_to_the_other_channels() -> None:
     from appliance.recall.fusion import within_reach
 

@@ -28,6 +28,8 @@ B = 0.75
 # they have doubled since (synthetic 100k memories, 930k postings: query p50 18 → 11 ms).
 CLUSTER_MIN = 200_000
 CLUSTER_GROWTH = 2.0
+# rows read past ``k`` so that memories tied at the cut are ordered before it is made
+_TIE_MARGIN = 16
 _CLUSTERED_AT = "lexical_clustered_at"  # meta key: postings when last rewritten
 _TERMS_VERSION = "lexical_terms_version"  # meta key: the term function the postings were made with
 _TERMS_DDL = (
@@ -151,8 +153,25 @@ class LexicalRepo:
             "FROM hits h JOIN df USING (term), stats s "
             "GROUP BY h.memory_id ORDER BY score DESC, h.memory_id LIMIT ?"
         )
-        rows = self.db.fetch(sql, [unique, *params_d, *params_t, K1, K1, B, B, k])
-        return [(r[0], float(r[1])) for r in rows]
+        rows = self.db.fetch(sql, [unique, *params_d, *params_t, K1, K1, B, B, k + _TIE_MARGIN])
+        return self._in_told_order([(r[0], float(r[1])) for r in rows])[:k]
+
+    def _in_told_order(self, scored: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        """Equal scores in the order the memories were told (message time, then stored time): the
+        SQL breaks them by memory id, a random uuid, so two recordings of one conversation ranked
+        its tied turns differently (a gold turn at rank 5 in one, 6 in the other)."""
+        rounded = [round(score, 9) for _, score in scored]
+        if len(set(rounded)) == len(rounded):
+            return scored
+        tied = [m for (m, _), r in zip(scored, rounded) if rounded.count(r) > 1]
+        told = {
+            mid: (ts, recorded)
+            for mid, ts, recorded in self.db.fetch(
+                "SELECT memory_id, ts, recorded_at FROM memories WHERE memory_id IN (SELECT unnest(?))", [tied]
+            )
+        }
+        order = sorted(range(len(scored)), key=lambda i: (-rounded[i], told.get(scored[i][0], ()), scored[i][0]))
+        return [scored[i] for i in order]
 
     def needs_clustering(self) -> bool:
         return grown_since_rewrite(self.db, self.postings(), CLUSTER_MIN, CLUSTER_GROWTH, _CLUSTERED_AT)

@@ -512,8 +512,6 @@ def test_a_best_hit_followed_by_a_question_back_brings_its_answer(settings) -> N
     too — from another speaker only (the asker going on is no answer)."""
     from datetime import UTC, datetime, timedelta
 
-    from appliance.recall.fusion import Fused
-
     t0 = datetime(2026, 3, 7, 18, 0, tzinfo=UTC)
     app = Appliance(db=settings.home / "ask.duckdb", model=FakeEngine(), settings=settings, embedder=None)
     turns = [
@@ -526,8 +524,8 @@ def test_a_best_hit_followed_by_a_question_back_brings_its_answer(settings) -> N
     recs = [app.record(t, "s", now=t0 + i * timedelta(minutes=1)) for i, t in enumerate(turns)]
     schema = app.schema_for(turns[0], None)[0]
     ids = [r.memory_id for r in recs]
-    assert app.recaller._follows(schema, [Fused(ids[0], 1.0)]) == [ids[1], ids[2]]
-    assert app.recaller._follows(schema, [Fused(ids[2], 1.0)]) == [ids[3]]  # Nora asks, Nora goes on
+    assert app.recaller._follows(schema, [(ids[0], turns[0])]) == [ids[1], ids[2]]
+    assert app.recaller._follows(schema, [(ids[2], turns[2])]) == [ids[3]]  # Nora asks, Nora goes on
     app.close()
 
 

@@ -237,6 +237,7 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
     joiners = {w.lower() for w in lx.name_joiners}
     possessive = tuple(w.lower() for w in lx.possessive_suffixes)
     greetings = frozenset(g for w in lx.greetings for g in w.lower().split())
+    inner = frozenset(lx.name_inner_words)
     out: list[Span] = []
     toks = tokens(text)
     said = opening(text)  # a speaker label ends where a sentence starts ("Ben: Amazing!")
@@ -246,7 +247,7 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
         if not tok.cjk:
             continue
         pieces = cjk_pieces(lang, tok)
-        out += _bridged(text, pieces, suffixes, frozenset(lx.name_inner_words), typed, make)
+        out += _bridged(text, pieces, suffixes, inner, typed, make)
         for piece in pieces:
             start, end = piece.start, piece.end
             paren = re.match(r"\s*[（(][^）)]{1,30}[）)]", text[end:])

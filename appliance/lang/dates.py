@@ -274,7 +274,7 @@ def _han_dates(text: str, today: date, add: object, day: object) -> None:
             add_(None, m.start(), m.end(), first, monday + timedelta(days=6))
     for m in _ZH_AGO.finditer(text):
         n = m.group("n")
-        k = int(n) if n.isdigit() else _ZH_DIGITS[n]
+        k = int(n) if n.isdigit() else _zh_numeral(n)
         day_(today - timedelta(days=k * (1 if m.group("unit") == "天" else 7)), m)
     for m in _ZH_LATER.finditer(text):
         k = int(m.group("n"))

@@ -156,10 +156,11 @@ class RecallService:
                 if any(sp.kind in typed for sp in find_spans(schema.language, r.source_text, r.timestamp))
             ]
         fused = fuse({k: v for k, v in channels.items() if v}, self.weights)
-        if replies := self._replies(schema, fused[:REPLY_SOURCES]):
+        texts: dict[str, str] = {}  # memory id → text, read once for the reply and follow channels
+        if replies := self._replies(schema, self._told(fused[:REPLY_SOURCES], texts)):
             channels["reply"] = replies
             fused = fuse({k: v for k, v in channels.items() if v}, self.weights)
-        if follows := self._follows(schema, fused[:FOLLOW_SOURCES]):
+        if follows := self._follows(schema, self._told(fused[:FOLLOW_SOURCES], texts)):
             channels["follow"] = follows
             fused = fuse({k: v for k, v in channels.items() if v}, self.weights)
         fused = fused[:TOP_K]
@@ -200,46 +201,35 @@ class RecallService:
         )
         return result
 
-    def _replies(self, schema: MemorySchema, head: list[Fused]) -> list[str]:
-        """The replies to the questions among the best hits, in their order: in a conversation
-        between people the turn after "Nora: Is she marrying the guy from Dublin?" is "Ben: Yes,
-        Callum." — the answer, though it shares no word with "Who is Hannah marrying?". A reply
-        is the next turn said by another speaker; turns without speaker labels (one user's own
-        messages, where the next one is rarely an answer) have none."""
-        texts = {r.memory_id: r.source_text for r in self.store.records.by_ids([f.memory_id for f in head])}
-        askers = {  # question → who asked it, in the ranking's order
-            f.memory_id: who
-            for f in head
-            if f.memory_id in texts
-            and (who := speaker(texts[f.memory_id])) is not None
-            and schema.language.is_question(texts[f.memory_id])
-        }
-        after = self.store.records.replies(list(askers), CONVERSATION_GAP)
-        out: list[str] = []
-        for asked, who in askers.items():
-            if asked in after:
-                reply, text = after[asked]
-                if speaker(text) not in (None, who):
-                    out.append(reply)
-        return out
+    def _told(self, head: list[Fused], known: dict[str, str]) -> list[tuple[str, str]]:
+        """(memory id, text) of the best hits, in their order; texts read once into ``known``."""
+        if missing := [f.memory_id for f in head if f.memory_id not in known]:
+            known.update((r.memory_id, r.source_text) for r in self.store.records.by_ids(missing))
+        return [(f.memory_id, known[f.memory_id]) for f in head if f.memory_id in known]
 
-    def _follows(self, schema: MemorySchema, head: list[Fused]) -> list[str]:
-        """The turns told right after the best hits, in a transcript of labelled speakers: the
-        answer is often the turn after the one that shares the question's words ("I take lessons
-        twice a week" → "Tuesdays and Fridays at seven"), and when that turn asks back, the
-        answer to it ("I moved here for the new job" → "What are you doing there again?" → "I'm
-        a software tester": two-friends sets, +1 question each, none lost). Unlabelled messages
-        (one user's own notes, requests) have none: there the next message is a new matter."""
-        texts = {r.memory_id: r.source_text for r in self.store.records.by_ids([f.memory_id for f in head])}
-        told = [f.memory_id for f in head if f.memory_id in texts and speaker(texts[f.memory_id]) is not None]
-        after = self.store.records.replies(told, CONVERSATION_GAP)
-        nxt = [after[m] for m in told if m in after and speaker(after[m][1]) is not None]
-        asking = {mid: speaker(text) for mid, text in nxt if schema.language.is_question(text)}
-        answers = self.store.records.replies(list(asking), CONVERSATION_GAP) if asking else {}
-        answered = [
-            answers[q][0] for q, who in asking.items() if q in answers and speaker(answers[q][1]) not in (None, who)
+    def _replies(self, schema: MemorySchema, turns: list[tuple[str, str]]) -> list[str]:
+        """The replies to the questions among ``turns`` (id, text), in their order: in a
+        conversation between people the turn after "Nora: Is she marrying the guy from Dublin?"
+        is "Ben: Yes, Callum." — the answer, though it shares no word with "Who is Hannah
+        marrying?". A reply is the next turn said by another speaker; turns without speaker
+        labels (one user's own messages, where the next one is rarely an answer) have none."""
+        askers = [
+            (m, who) for m, text in turns if (who := speaker(text)) is not None and schema.language.is_question(text)
         ]
-        return [mid for mid, _ in nxt] + answered
+        after = self.store.records.replies([m for m, _ in askers], CONVERSATION_GAP)
+        return [after[m][0] for m, who in askers if m in after and speaker(after[m][1]) not in (None, who)]
+
+    def _follows(self, schema: MemorySchema, turns: list[tuple[str, str]]) -> list[str]:
+        """The turns told right after ``turns`` (id, text), in a transcript of labelled speakers:
+        the answer is often the turn after the one that shares the question's words ("I take
+        lessons twice a week" → "Tuesdays and Fridays at seven"), and when that turn asks back,
+        the reply to it ("I moved here for the new job" → "What are you doing there again?" →
+        "I'm a software tester": two-friends sets, +1 question each, none lost). Unlabelled
+        messages (one user's own notes, requests) have none: there the next message is a new
+        matter."""
+        after = self.store.records.replies([m for m, text in turns if speaker(text) is not None], CONVERSATION_GAP)
+        nxt = [after[m] for m, _ in turns if m in after and speaker(after[m][1]) is not None]
+        return [m for m, _ in nxt] + self._replies(schema, nxt)
 
     def _not_found(
         self,

@@ -163,7 +163,8 @@ class LexicalRepo:
         rounded = [round(score, 9) for _, score in scored]
         if len(set(rounded)) == len(rounded):
             return scored
-        tied = [m for (m, _), r in zip(scored, rounded) if rounded.count(r) > 1]
+        times = Counter(rounded)
+        tied = [m for (m, _), r in zip(scored, rounded) if times[r] > 1]
         told = {
             mid: (ts, recorded)
             for mid, ts, recorded in self.db.fetch(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 
@@ -382,3 +383,53 @@ def _schema_of(domain: str, languages: list[str], entities: dict[str, list[dict[
             "event_types": [{"name": "noted", "entity": next(iter(entities))}],
         }
     )
+
+
+def test_a_value_said_as_a_modifier_of_the_schemas_own_noun_is_marked() -> None:
+    from datetime import UTC
+
+    from appliance.domain.loading import parse_schema
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    schema = parse_schema(
+        {
+            "schema_version": "1.0",
+            "domain": "films",
+            "languages": ["en", "zh"],
+            "entities": {
+                "Movie": {
+                    "attributes": [{"name": "genre", "kind": "string"}, {"name": "director", "kind": "string"}],
+                    "id_attribute": None,
+                },
+                "酒店": {"attributes": [{"name": "类型", "kind": "string"}], "id_attribute": None},
+            },
+            "event_types": [{"name": "noted", "entity": "Movie"}],
+        }
+    )
+    evidence = SchemaEvidence(schema, None)
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+
+    def modifiers(entity: str, attribute: str, text: str) -> dict[str, float]:
+        found = evidence.candidates(entity, text, find_spans(schema.language, text, now), score=False)
+        return {c.surface: c.features.get("modifier", 0.0) for c in found[attribute]}
+
+    said = modifiers("Movie", "genre", "I want a comedy movie directed by Harry Elfont")
+    assert said["comedy"] == 1.0  # before "movie", a word of the schema
+    assert said["movie"] == 0.0 and said["Harry Elfont"] == 0.0  # the noun itself; a name after "by"
+    assert modifiers("酒店", "类型", "帮我找一家舒适型酒店")["舒适型"] == 1.0  # 酒店 trimmed off its end
+
+
+def test_the_scorer_is_the_mean_of_its_networks(tmp_path: Path) -> None:
+    from appliance.extract.evidence import FEATURES, Scorer
+
+    n = len(FEATURES)
+
+    def net(bias: float) -> dict[str, object]:
+        return {"mu": [0.0] * n, "sd": [1.0] * n, "w1": [[0.0]] * n, "b1": [0.0], "w2": [1.0], "b2": bias}
+
+    path = tmp_path / "scorer.json"
+    path.write_text(json.dumps({"features": list(FEATURES), "nets": [net(1.0), net(3.0)], "threshold": 0.0}))
+    assert Scorer(path).score(np.zeros((2, n))).tolist() == [2.0, 2.0]
+    path.write_text(json.dumps({"features": list(FEATURES), **net(5.0), "threshold": 0.0}))  # one network
+    assert Scorer(path).score(np.zeros((1, n))).tolist() == [5.0]

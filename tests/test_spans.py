@@ -285,3 +285,22 @@ def test_a_name_cut_at_a_function_word_inside_it_is_offered_whole() -> None:
     assert "颐和园" in texts("从颐和园到庆丰包子铺(月坛店)乘坐出租车")
     assert "老书虫到万寿山" not in texts("我打算坐出租车从老书虫到万寿山")
     assert "故宫和颐" not in texts("故宫和颐和园哪个好玩")
+
+
+def test_a_bare_agreement_says_yes_and_nothing_else() -> None:
+    bare = ["Yes, that's fine.", "That sounds good.", "Yes that works.", "ok", "好的", "好的，谢谢"]
+    more = ["Yes, please book it", "Yes, 2 people", "是的，要有早餐", "Thanks!", "Paris is fine"]
+    assert all(LANG.bare_agreement(t) for t in bare)
+    assert not any(LANG.bare_agreement(t) for t in more)
+
+
+def test_the_digits_of_a_code_are_no_number_of_their_own() -> None:
+    from appliance.extract.spans import find_spans
+
+    def kinds(text: str) -> dict[str, str]:
+        return {s.text: s.kind for s in find_spans(LANG, text, NOW)}
+
+    assert "99" not in kinds("How much is left of the budget for trip TR-99?")  # "TR-99" is a code
+    assert "123" not in kinds("取消BK-123这张票")
+    said = kinds("Order 33133 for 2 people")
+    assert said["33133"] in ("number", "code") and said["2"] == "number"  # a number said on its own stays

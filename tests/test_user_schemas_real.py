@@ -189,3 +189,18 @@ def test_a_type_named_after_a_word_of_nearness_is_flagged(chinese: Appliance) ->
     chinese.record("帮我叫一辆出租车，从天坛公园到北京南站", session_id="z5", now=NOW)
     plain = chinese.record("我想找一家有WiFi的酒店", session_id="z5", now=NOW + timedelta(minutes=1))
     assert plain.entity_type == "酒店" and "附近" not in plain.note
+
+
+def test_a_bare_agreement_is_flagged_where_it_may_answer_a_yes_no_question(
+    chinese: Appliance, dining: Appliance
+) -> None:
+    """ "好的" after a hotel search may answer "要有WiFi吗？", a question the record never saw: the
+    hotel has a yes/no attribute, so the empty record is flagged. The dining schema has none: a
+    bare "Yes, that's fine." there confirms the reservation and nothing is lost."""
+    chinese.record("我想找一家酒店", session_id="z6", now=NOW)
+    yes = chinese.record("好的", session_id="z6", now=NOW + timedelta(minutes=1))
+    assert yes.entity_type == "酒店" and not any(v is not None for v in yes.attributes.values())
+    assert yes.status == "needs_review" and "WiFi" in yes.note
+    dining.record("Book a table at Cafe Jolie at 7:30 pm", session_id="d9", now=NOW)
+    fine = dining.record("Yes, that's fine.", session_id="d9", now=NOW + timedelta(minutes=1))
+    assert "agreement" not in fine.note

@@ -366,6 +366,7 @@ class Extractor:
         reasons = (
             self._review(conf, ent, attributes, near.get(ent.name, -99.0), entity_id, close),
             self._beside(text, ent, hint),
+            self._agreed(text, ent, attributes),
         )
         found.review = "; ".join(r for r in reasons if r)
         found.evidence["filled"] = {a: (c.surface, round(c.score, 3)) for a, c in chosen_values.items()}
@@ -504,6 +505,16 @@ class Extractor:
         if not named or min(named) < near.start():
             return ""
         return f"{ent.name} is named after {near.group(0)!r}: what is near, or what the message is about?"
+
+    def _agreed(self, text: str, ent: EntityType, attributes: Mapping[str, Any]) -> str:
+        """Why a bare agreement ("Yes, that's fine.") is in doubt when the entity has yes/no
+        attributes: it may answer a question about one of them ("Is a shared ride ok?"), which
+        the message does not show, and the record holds no value for it (SGD, all turns: 33
+        such records were stored ``ok`` and each had lost a yes/no value)."""
+        yes_no = [a.name for a in ent.value_attributes if a.kind == "boolean"]
+        if not yes_no or any(v is not None for v in attributes.values()) or not self.lang.bare_agreement(text):
+            return ""
+        return f"a bare agreement: what it agrees to is not in the message ({', '.join(yes_no[:3])}?)"
 
     def _entity_from_ids(self, codes: list[Code], tags: dict[str, str], declared: str) -> str:
         named = [tags[str(c.value)] for c in codes if str(c.value) in tags]

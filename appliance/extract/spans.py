@@ -146,6 +146,9 @@ def find_spans(lang: Language, text: str, now: datetime) -> list[Span]:
         if s.isdigit() and len(s) < 4 and not re.search(r"[#]\s*$", text[: m.start()]):
             continue  # a short number is a number, not a code
         typed.append(make(m.start(), m.end(), "code", s))
+    # the digits of a code are no number the message states ("TR-99" is no 99, "A-4410" no 4410)
+    codes = [t for t in typed if t.kind == "code"]
+    typed = [t for t in typed if t.kind not in ("number", "range") or not _within(t, codes)]
     typed += _addresses(lang, text, typed, make)
     spans = typed + _text_spans(lang, text, typed, make)
     for m in _QUOTED.finditer(text):
@@ -155,6 +158,11 @@ def find_spans(lang: Language, text: str, now: datetime) -> list[Span]:
 
 def _inside(start: int, end: int, spans: list[Span]) -> bool:
     return any(s.start <= start and end <= s.end for s in spans)
+
+
+def _within(span: Span, spans: list[Span]) -> bool:
+    """Whether ``span`` lies inside a longer one of ``spans``."""
+    return any(s.start <= span.start and span.end <= s.end and s.end - s.start > span.end - span.start for s in spans)
 
 
 def _overlaps(start: int, end: int, spans: list[Span]) -> bool:

@@ -139,6 +139,24 @@ class Language:
     def asks_all_sessions(self, text: str) -> bool:
         return bool(self._all_sessions.search(text))
 
+    # --- agreement ------------------------------------------------------------------------
+    @cached_property
+    def _affirmation(self) -> re.Pattern[str]:
+        return re.compile(alternation(self.lex.affirmations), re.I)
+
+    @cached_property
+    def _said_in_passing(self) -> re.Pattern[str]:
+        lx = self.lex
+        return re.compile(alternation([*lx.affirmations, *lx.fillers, *lx.greetings, *lx.stopwords]), re.I)
+
+    def bare_agreement(self, text: str) -> bool:
+        """Whether the message only agrees ("Yes, that's fine.", "好的"): an affirmation, and
+        nothing but affirmations, fillers, greetings and small words beside it. What it agrees to
+        was said by someone else."""
+        if not self._affirmation.search(text):
+            return False
+        return not re.sub(r"[\W_]+", "", self._said_in_passing.sub(" ", text))
+
     # --- negation -------------------------------------------------------------------------
     @cached_property
     def _negated_end(self) -> re.Pattern[str]:

@@ -43,7 +43,7 @@ from zero_shot import (  # noqa: E402
 )
 
 from appliance.domain.schema import MemorySchema  # noqa: E402
-from appliance.extract.evidence import FEATURES, SCORER_FILE, Candidate, SchemaEvidence, Scorer  # noqa: E402
+from appliance.extract.evidence import FEATURES, SCORER_FILE, Candidate, SchemaEvidence, Scorer, net_score  # noqa: E402
 from appliance.extract.extractor import assign  # noqa: E402
 from appliance.extract.spans import find_spans  # noqa: E402
 from appliance.model.embed import shared_embedder  # noqa: E402
@@ -232,7 +232,7 @@ def main_events(n: int, seed: int, schemas: dict[str, MemorySchema], embedder: A
     without keywords or examples) by conditional logit on the fit
     split; keyword, question, correction and taught keep their set values (the dialogues have
     no keywords, questions are already in the descriptions, no corrections, no examples)."""
-    from appliance.extract.events import ZERO_SHOT_WEIGHTS as EVENT_WEIGHTS
+    from appliance.extract.events import ZERO_SHOT_WEIGHTS
     from appliance.model.engine import LlamaCppEngine, resolve_model_path
 
     engine = LlamaCppEngine(resolve_model_path("smollm2", Path(__file__).resolve().parents[1] / "models"))
@@ -240,11 +240,11 @@ def main_events(n: int, seed: int, schemas: dict[str, MemorySchema], embedder: A
     sample = sample_dialogues(sgd_turns(), 300, 7)[0] + sample_dialogues(crosswoz_turns(), 300, 7)[0]
     rows = event_rows(fit, schemas, engine, embedder)
     check = event_rows(sample, schemas, engine, embedder)
-    fixed = {k: v for k, v in EVENT_WEIGHTS.items() if k not in FITTED_EVENT_FEATURES}
+    fixed = {k: v for k, v in ZERO_SHOT_WEIGHTS.items() if k not in FITTED_EVENT_FEATURES}
     weights = fit_events(rows, FITTED_EVENT_FEATURES, fixed)
     print(f"event rows: fit {len(rows)}, sample {len(check)}", file=sys.stderr)
-    print("current:", EVENT_WEIGHTS, file=sys.stderr)
-    print("  fit split", event_accuracy(rows, EVENT_WEIGHTS), "sample", event_accuracy(check, EVENT_WEIGHTS))
+    print("current:", ZERO_SHOT_WEIGHTS, file=sys.stderr)
+    print("  fit split", event_accuracy(rows, ZERO_SHOT_WEIGHTS), "sample", event_accuracy(check, ZERO_SHOT_WEIGHTS))
     print("fitted:", {**fixed, **weights}, file=sys.stderr)
     print(
         "  fit split", event_accuracy(rows, {**fixed, **weights}), "sample", event_accuracy(check, {**fixed, **weights})
@@ -283,9 +283,7 @@ def main() -> None:
     nets = [train_mlp(x, y, seed) for seed in SEEDS]
 
     def score(a: np.ndarray) -> np.ndarray:
-        return np.mean(
-            [np.tanh(((a - n["mu"]) / n["sd"]) @ n["w1"] + n["b1"]) @ n["w2"] + n["b2"] for n in nets], axis=0
-        )
+        return np.mean([net_score(n, a) for n in nets], axis=0)
 
     # the F1 curve is flat around its top (±0.001 over a whole point of threshold): a tie goes to
     # the higher threshold, the one that stores fewer wrong values

@@ -43,7 +43,7 @@ from ..model.embed import Embedder
 from .examples import ExampleBank
 from .spans import Span
 
-__all__ = ["Candidate", "SchemaEvidence", "FEATURES", "Scorer", "scorer", "allowed_kinds"]
+__all__ = ["Candidate", "SchemaEvidence", "FEATURES", "Scorer", "scorer", "net_score", "allowed_kinds"]
 
 FEATURES = (
     "bias",
@@ -107,10 +107,11 @@ class Scorer:
         self.meta = data.get("meta", {})
 
     def score(self, rows: np.ndarray) -> np.ndarray:
-        return np.asarray(np.mean([_net_score(net, rows) for net in self.nets], axis=0))
+        return np.asarray(np.mean([net_score(net, rows) for net in self.nets], axis=0))
 
 
-def _net_score(net: dict[str, Any], rows: np.ndarray) -> np.ndarray:
+def net_score(net: dict[str, Any], rows: np.ndarray) -> np.ndarray:
+    """One network's scores of ``rows`` (``bench/fit_weights.py`` fits them with this too)."""
     h = np.tanh(((rows - net["mu"]) / net["sd"]) @ net["w1"] + net["b1"])
     return np.asarray(h @ net["w2"] + net["b2"])
 
@@ -415,8 +416,7 @@ class SchemaEvidence:
             nearest = self._terms(s.left[-4:] + " " + s.right[:4])
         f: dict[str, float] = {"bias": 1.0}
         if s.kind in ("text", "address"):
-            terms = self._terms(s.text)
-            f["schema_word"] = float(bool(terms) and terms <= self.schema_terms)
+            f["schema_word"] = float(self._is_schema_word(s.text))
             f["capital"] = float(s.capital)
             # the shape of a proper name: capitalised, or a CJK piece ending with a name word
             # ("…饭店", "…博物馆") or carrying a branch in brackets ("海底捞火锅(西单店)")
@@ -439,7 +439,8 @@ class SchemaEvidence:
                 )
             f["quoted"] = float(s.quoted)
             f["length"] = float(max(0, s.words - 1))
-            # a value said as a modifier of the schema's own noun ("a *comedy* movie", "*舒适型*酒店")
+            # a value said as a modifier of the schema's own noun: the word after it ("a *comedy*
+            # movie"), or trimmed off it ("*舒适型*酒店" — what is left need not be CJK)
             nxt = s.right.split()[:1]
             f["modifier"] = float(
                 modifier

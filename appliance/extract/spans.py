@@ -148,7 +148,12 @@ def find_spans(lang: Language, text: str, now: datetime) -> list[Span]:
         typed.append(make(m.start(), m.end(), "code", s))
     # the digits of a code are no number the message states ("TR-99" is no 99, "A-4410" no 4410)
     codes = [t for t in typed if t.kind == "code"]
-    typed = [t for t in typed if t.kind not in ("number", "range") or not _within(t, codes)]
+    typed = [
+        t
+        for t in typed
+        if t.kind not in ("number", "range")
+        or not _inside(t.start, t.end, [c for c in codes if c.end - c.start > t.end - t.start])
+    ]
     typed += _addresses(lang, text, typed, make)
     spans = typed + _text_spans(lang, text, typed, make)
     for m in _QUOTED.finditer(text):
@@ -158,11 +163,6 @@ def find_spans(lang: Language, text: str, now: datetime) -> list[Span]:
 
 def _inside(start: int, end: int, spans: list[Span]) -> bool:
     return any(s.start <= start and end <= s.end for s in spans)
-
-
-def _within(span: Span, spans: list[Span]) -> bool:
-    """Whether ``span`` lies inside a longer one of ``spans``."""
-    return any(s.start <= span.start and span.end <= s.end and s.end - s.start > span.end - span.start for s in spans)
 
 
 def _overlaps(start: int, end: int, spans: list[Span]) -> bool:

@@ -420,6 +420,95 @@ def test_a_value_said_as_a_modifier_of_the_schemas_own_noun_is_marked() -> None:
     assert modifiers("酒店", "类型", "帮我找一家舒适型酒店")["舒适型"] == 1.0  # 酒店 trimmed off its end
 
 
+def test_a_chinese_value_ending_in_the_head_of_the_attributes_name_is_marked() -> None:
+    from datetime import UTC
+
+    from appliance.domain.loading import parse_schema
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    schema = parse_schema(
+        {
+            "schema_version": "1.0",
+            "domain": "hotels",
+            "languages": ["zh"],
+            "entities": {
+                "酒店": {
+                    "attributes": [{"name": "酒店类型", "kind": "string"}, {"name": "名称", "kind": "string"}],
+                    "id_attribute": None,
+                }
+            },
+            "event_types": [{"name": "noted", "entity": "酒店"}],
+        }
+    )
+    evidence = SchemaEvidence(schema, None)
+    text = "我想找一家经济型的酒店，北京饭店也行，车型也告诉我"
+    found = evidence.candidates(
+        "酒店", text, find_spans(schema.language, text, datetime(2026, 12, 1, tzinfo=UTC)), score=False
+    )
+    heads = {c.surface: c.features.get("head_char", 0.0) for c in found["酒店类型"]}
+    assert heads["经济型"] == 1.0  # a kind of 酒店类型 ends in 型
+    assert heads["北京饭店"] == 0.0
+    assert heads.get("车型", 0.0) == 0.0  # two characters on the head: a noun of its own ("car model")
+    assert heads.get("酒店", 0.0) == 0.0  # the schema's own word is no value of it
+    assert all(c.features.get("head_char", 0.0) == 0.0 for c in found["名称"] if c.surface == "北京饭店")
+
+
+def test_an_unmarked_value_of_a_start_end_pair_is_the_start_and_until_marks_the_end() -> None:
+    from datetime import UTC
+
+    from appliance.domain.loading import parse_schema
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    schema = parse_schema(
+        {
+            "schema_version": "1.0",
+            "domain": "rentals",
+            "languages": ["en"],
+            "entities": {
+                "Rental": {
+                    "attributes": [
+                        {"name": "pickup_date", "kind": "date", "description": "Date of rental car pickup"},
+                        {"name": "dropoff_date", "kind": "date", "description": "Date of rental car drop-off"},
+                        {"name": "amount", "kind": "number", "description": "The amount of money to pay"},
+                        {"name": "account", "kind": "enum", "values": ["checking", "savings"]},
+                        {
+                            "name": "recipient_account",
+                            "kind": "enum",
+                            "values": ["checking", "savings"],
+                            "description": "The account type of the recipient to transfer the money to",
+                        },
+                    ],
+                    "id_attribute": None,
+                }
+            },
+            "event_types": [{"name": "noted", "entity": "Rental"}],
+        }
+    )
+    evidence = SchemaEvidence(schema, None)
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+
+    def roles(attribute: str, text: str) -> dict[str, tuple[float, float]]:
+        found = evidence.candidates("Rental", text, find_spans(schema.language, text, now), score=False)
+        return {
+            c.surface: (c.features.get("role", 0.0), c.features.get("role_default", 0.0))
+            for c in found.get(attribute, [])
+        }
+
+    # "on" gives no role: the lone date of a pickup/drop-off pair leans to the pickup
+    assert roles("pickup_date", "I want to pick it up on March 9th.") == {"March 9th": (0.0, 1.0)}
+    assert roles("dropoff_date", "I want to pick it up on March 9th.") == {"March 9th": (0.0, -1.0)}
+    # "until" ends a period: the drop-off
+    assert roles("dropoff_date", "I need it until the 12th of March.") == {"the 12th of March": (1.0, 0.0)}
+    assert roles("pickup_date", "I need it until the 12th of March.") == {"the 12th of March": (-1.0, 0.0)}
+    # an attribute with a role but no opposite of its kind gets no default ("to pay" is no pair)
+    assert set(roles("amount", "Pay 50 dollars.").values()) == {(0.0, 0.0)}
+    # an enum value's cue counts through the words that open its noun ("to *their* savings account")
+    assert roles("recipient_account", "Send it to their savings account.")["savings"] == (1.0, 0.0)
+    assert roles("account", "Send it to their savings account.")["savings"] == (0.0, 0.0)
+
+
 def test_the_scorer_is_the_mean_of_its_networks(tmp_path: Path) -> None:
     from appliance.extract.evidence import FEATURES, Scorer
 
@@ -433,3 +522,33 @@ def test_the_scorer_is_the_mean_of_its_networks(tmp_path: Path) -> None:
     assert Scorer(path).score(np.zeros((2, n))).tolist() == [2.0, 2.0]
     path.write_text(json.dumps({"features": list(FEATURES), **net(5.0), "threshold": 0.0}))  # one network
     assert Scorer(path).score(np.zeros((1, n))).tolist() == [5.0]
+
+
+def test_without_the_encoder_the_scorer_uses_its_networks_fitted_without_similarity(tmp_path: Path) -> None:
+    from appliance.extract.evidence import FEATURES, SIMILARITY_FEATURES, Scorer
+
+    n = len(FEATURES)
+    sim = FEATURES.index(SIMILARITY_FEATURES[0])
+
+    def net(bias: float, sim_weight: float) -> dict[str, object]:
+        w1 = [[0.0]] * n
+        w1[sim] = [sim_weight]
+        return {"mu": [0.0] * n, "sd": [1.0] * n, "w1": w1, "b1": [0.0], "w2": [1.0], "b2": bias}
+
+    path = tmp_path / "scorer.json"
+    data = {
+        "features": list(FEATURES),
+        "nets": [net(1.0, 10.0)],
+        "threshold": -1.0,
+        "plain": {"nets": [net(4.0, 10.0)], "threshold": 2.0},
+    }
+    path.write_text(json.dumps(data))
+    rows = np.zeros((1, n))
+    rows[0, sim] = 0.5
+    scorer = Scorer(path)
+    assert np.allclose(scorer.score(rows), [1.0 + np.tanh(5.0)])
+    # the plain networks, the similarity read as zero, moved onto the main threshold (4 − 2 − 1)
+    assert scorer.score(rows, plain=True).tolist() == [1.0]
+    del data["plain"]  # an older file: the same networks either way
+    path.write_text(json.dumps(data))
+    assert Scorer(path).score(np.zeros((1, n)), plain=True).tolist() == [1.0]

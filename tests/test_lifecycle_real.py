@@ -11,22 +11,24 @@ import pytest
 from appliance.api import Appliance
 from appliance.config import Settings
 from appliance.lifecycle.compact import SUMMARY_REGEX, SummaryDraft, grounded_sentence
+from appliance.model.embed import shared_embedder
 
 from .conftest import SCHEMAS
 
 pytestmark = pytest.mark.real_model
 
 
-def _app(real_engine, tmp_path, schema="customer_service"):  # type: ignore[no-untyped-def]
+def _app(real_engine, tmp_path, schema="customer_service", encoder=False):  # type: ignore[no-untyped-def]
     settings = Settings.from_env(
         {
             "APPLIANCE_HOME": str(tmp_path),
             "APPLIANCE_GRAMMARS": str(tmp_path / "g"),
             "APPLIANCE_SCHEMAS": str(SCHEMAS),
-            "APPLIANCE_SEMANTIC": "off",
+            "APPLIANCE_SEMANTIC": "on" if encoder else "off",
         }
     )
-    return Appliance(schema=schema, db=tmp_path / "m.duckdb", model=real_engine, settings=settings, embedder=None)
+    embedder = shared_embedder(settings.encoder) if encoder else None
+    return Appliance(schema=schema, db=tmp_path / "m.duckdb", model=real_engine, settings=settings, embedder=embedder)
 
 
 def test_correction_and_suffix_merge_from_real_utterances(real_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -44,7 +46,9 @@ def test_correction_and_suffix_merge_from_real_utterances(real_engine, tmp_path)
 
 
 def test_multi_hop_question_over_recorded_memories(real_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    app = _app(real_engine, tmp_path)
+    # with the shipped sentence encoder, as the product runs: without it "for $1500" fits an
+    # order's amount and its payment status alike (only their descriptions tell them apart)
+    app = _app(real_engine, tmp_path, encoder=True)
     # seed users/orders directly (names are not codes the extractor can ground), then
     # record the complaints through the model
     from appliance.domain.records import RecallQuery

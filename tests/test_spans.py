@@ -304,3 +304,28 @@ def test_the_digits_of_a_code_are_no_number_of_their_own() -> None:
     assert "123" not in kinds("取消BK-123这张票")
     said = kinds("Order 33133 for 2 people")
     assert said["33133"] in ("number", "code") and said["2"] == "number"  # a number said on its own stays
+
+
+@pytest.mark.parametrize(
+    ("text", "surface", "value"),
+    [
+        ("人均100-150元的餐馆", "100-150元", "100-150"),
+        ("能玩2-4个小时的景点", "2-4个小时", "2-4"),
+        ("游玩时间3天 - 6天的景点", "3天 - 6天", "3-6"),  # 天 is a unit
+        ("游玩时间0.3小时 - 0.3小时的", "0.3小时 - 0.3小时", "0.3-0.3"),  # equal ends, both with their unit
+        ("能玩12小时-3天的景点", "12小时-3天", "12小时-3天"),  # ends in two units: kept as written
+        ("between 50 and 100 dollars", "between 50 and 100 dollars", "50-100"),
+    ],
+)
+def test_a_range_is_read_whole_with_the_units_of_its_ends(text: str, surface: str, value: str) -> None:
+    from appliance.lang.numbers import find_numbers
+
+    widest = find_numbers(LANG, text)[0]
+    assert (widest.surface, widest.value) == (surface, value)
+
+
+def test_equal_or_falling_numbers_without_units_are_no_range() -> None:
+    from appliance.lang.numbers import find_numbers
+
+    assert [n.surface for n in find_numbers(LANG, "from 5 to 3 people")] == ["5", "3"]
+    assert [n.surface for n in find_numbers(LANG, "3-3 stars")] == ["3", "3"]

@@ -13,7 +13,11 @@ their aliases. For a message, every (attribute, span) pair the gate admits gets 
 * ``sim_counted`` — for a number, similarity between the label and the number with what it
   counts ("two *people*": travelers, not transfers);
 * ``role`` — +1 when the cue before the span ("from", "到") has the role the label has
-  (origin/destination), −1 when it has the opposite one;
+  (origin/destination), −1 when it has the opposite one; ``role_default`` — a span with no such
+  cue, for an attribute whose entity has the opposite role on an attribute of the same kind
+  (pickup/drop-off date): +1 for the start, −1 for the end (a lone "on March 9th" is a pickup);
+* ``head_char`` — a CJK span ends with the last character of the attribute's name, the head of a
+  Chinese compound ("经济*型*" for 酒店类*型*);
 * ``schema_word`` — the span is made of the schema's own words ("movie", "酒店"): a value
   is rarely the name of the thing;
 * shape features: ``capital`` (proper-noun shape), ``prep`` (after a preposition),
@@ -41,9 +45,18 @@ from ..lang import Language, has_cjk
 from ..lang.segment import search_terms
 from ..model.embed import Embedder
 from .examples import ExampleBank
-from .spans import Span
+from .spans import Span, cue_before
 
-__all__ = ["Candidate", "SchemaEvidence", "FEATURES", "Scorer", "scorer", "net_score", "allowed_kinds"]
+__all__ = [
+    "Candidate",
+    "SchemaEvidence",
+    "FEATURES",
+    "Scorer",
+    "scorer",
+    "net_score",
+    "allowed_kinds",
+    "without_similarity",
+]
 
 FEATURES = (
     "bias",
@@ -76,7 +89,13 @@ FEATURES = (
     "sim_counted",
     "enum_margin",
     "modifier",
+    "role_default",
+    "head_char",
 )
+# what the sentence encoder gives: without one (APPLIANCE_SEMANTIC=off, or encoding failed) the
+# scorer uses networks fitted with these at zero — the full networks read a missing cosine as a
+# very poor fit ("for $1500" as an amount: −1.07 against a threshold of −1.0)
+SIMILARITY_FEATURES = ("sim_ctx", "sim_bare", "sim_entity", "sim_counted", "sim_margin")
 SCORER_FILE = Path(__file__).with_name("scorer.json")
 # Corrected examples (``examples.py``): a candidate whose context resembles the context of a value
 # a person gave for the attribute, or whose value is one a person gave, scores higher. Set on the
@@ -99,15 +118,31 @@ class Scorer:
         data = json.loads(path.read_text(encoding="utf-8"))
         if list(data["features"]) != list(FEATURES):
             raise ValueError(f"{path.name} was fitted on other features; refit with bench/fit_weights.py")
-        self.nets = [
-            {k: np.array(net[k]) for k in ("mu", "sd", "w1", "b1", "w2")} | {"b2": float(net["b2"])}
-            for net in data.get("nets", [data])
-        ]
+        self.nets = _nets(data.get("nets", [data]))
         self.threshold = float(data["threshold"])
         self.meta = data.get("meta", {})
+        # without the encoder: its own networks, their scores moved onto the main threshold
+        plain = data.get("plain")
+        self.plain_nets = _nets(plain["nets"]) if plain else self.nets
+        self.plain_shift = self.threshold - float(plain["threshold"]) if plain else 0.0
 
-    def score(self, rows: np.ndarray) -> np.ndarray:
-        return np.asarray(np.mean([net_score(net, rows) for net in self.nets], axis=0))
+    def score(self, rows: np.ndarray, plain: bool = False) -> np.ndarray:
+        """Scores of ``rows``; ``plain``: no similarity features (no sentence encoder)."""
+        if not plain:
+            return np.asarray(np.mean([net_score(net, rows) for net in self.nets], axis=0))
+        zeroed = without_similarity(rows)
+        return np.asarray(np.mean([net_score(net, zeroed) for net in self.plain_nets], axis=0)) + self.plain_shift
+
+
+def _nets(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: np.array(n[k]) for k in ("mu", "sd", "w1", "b1", "w2")} | {"b2": float(n["b2"])} for n in raw]
+
+
+def without_similarity(rows: np.ndarray) -> np.ndarray:
+    """``rows`` with the encoder's features at zero (what they are when there is no encoder)."""
+    out = np.array(rows, dtype=float, copy=True)
+    out[:, [FEATURES.index(f) for f in SIMILARITY_FEATURES]] = 0.0
+    return out
 
 
 def net_score(net: dict[str, Any], rows: np.ndarray) -> np.ndarray:
@@ -180,6 +215,7 @@ class _AttrInfo:
     bool_parts: tuple[str, ...] = ()
     enum_words: dict[str, frozenset[str]] = field(default_factory=dict)
     absence: str | None = None  # the enum value that means "none" ("None" for no subtitles)
+    paired: bool = False  # another attribute of a kind it takes has the opposite role
 
 
 @dataclass(frozen=True)
@@ -307,6 +343,11 @@ class SchemaEvidence:
                 enum_words=enum_words,
                 absence=absence,
             )
+        opposite = {"origin": "destination", "destination": "origin"}
+        for info in infos.values():
+            info.paired = any(
+                other.role == opposite.get(info.role) and other.kinds & info.kinds for other in infos.values()
+            )
         return infos
 
     def _encode_map(self, texts: list[str]) -> dict[str, np.ndarray]:
@@ -339,7 +380,10 @@ class SchemaEvidence:
         spans = spans + trimmed
         ctx = {s: f"{s.left} {s.text}".strip() if not has_cjk(s.text) else f"{s.left}{s.text}" for s in spans}
         counted = {s: _counted(s, self._stop) for s in spans if s.kind in ("number", "range") and not s.money}
-        vecs = self._encode_map(sorted({*ctx.values(), *(s.text for s in spans), *counted.values()}))
+        texts = sorted({*ctx.values(), *(s.text for s in spans), *counted.values()})
+        vecs = self._encode_map(texts)
+        # no encoder, or it failed: the scorer's networks fitted without similarity
+        plain = self.embedder is None or (bool(texts) and not vecs)
         # where a yes/no word cannot stand: inside a typed value, or inside/across a schema word
         occupied = _Occupied(
             typed=[(s.start, s.end) for s in spans if s.kind != "text"],
@@ -377,7 +421,8 @@ class SchemaEvidence:
         _margins(out)
         flat = [c for cs in out.values() for c in cs]
         if flat and score:
-            scores = scorer().score(np.array([[c.features.get(f, 0.0) for f in FEATURES] for c in flat]))
+            rows = np.array([[c.features.get(f, 0.0) for f in FEATURES] for c in flat])
+            scores = scorer().score(rows, plain=plain)
             for c, sc in zip(flat, scores):
                 c.score = float(sc)
         if bank is not None and score:
@@ -465,10 +510,19 @@ class SchemaEvidence:
         # the word right next to it is one of the attribute's words ("3 *tickets*", "*人均消费*是")
         f["near_cue"] = float(bool(facts.nearest & info.cue_terms))
         f["adjacent"] = float(_ends_with_any(facts.left, info.name_forms))
-        if info.role and s.role in ("origin", "destination"):
-            f["role"] = 1.0 if s.role == info.role else -1.0
+        f.update(_role_features(info, s.role))
         if s.kind in ("text", "address"):
             f["name_attr"] = float(info.attr.format == "name") * f["name_shape"]
+        # Chinese compounds end in their head: a kind of 酒店类型 is a "…型" (经济型, 舒适型); a
+        # two-character word on the head is a noun of its own (车型, "car model"), no value
+        name = info.attr.name
+        f["head_char"] = float(
+            has_cjk(name[-1:])
+            and len(name) > 1
+            and len(s.text) > 2
+            and s.text.endswith(name[-1])
+            and not f.get("schema_word")
+        )
         if s.kind in ("number", "range"):
             f["money"] = 1.0 if s.money and info.money else (-1.0 if s.money else 0.0)
             f["plain_for_money"] = float(info.money and not s.money)
@@ -537,7 +591,7 @@ class SchemaEvidence:
                         text[pos : pos + len(form)],
                         pos,
                         pos + len(form),
-                        {"bias": 1.0, "enum_exact": 1.0},
+                        {"bias": 1.0, "enum_exact": 1.0} | _role_features(info, cue_before(self.lang, text, pos)[1]),
                     )
                     break
             if best is None and info.enum_words.get(v.value):
@@ -552,7 +606,7 @@ class SchemaEvidence:
                         text[pos : pos + len(word)],
                         pos,
                         pos + len(word),
-                        {"bias": 1.0, "enum_words": share},
+                        {"bias": 1.0, "enum_words": share} | _role_features(info, cue_before(self.lang, text, pos)[1]),
                     )
             if best is None and v.value in value_vecs:
                 # the span this value fits best among those it fits better than any other value
@@ -570,11 +624,27 @@ class SchemaEvidence:
                 if fits:
                     sim, margin, s = max(fits, key=lambda x: x[0])
                     best = Candidate(
-                        a.name, v.value, s.text, s.start, s.end, {"bias": 1.0, "enum_sim": sim, "enum_margin": margin}
+                        a.name,
+                        v.value,
+                        s.text,
+                        s.start,
+                        s.end,
+                        {"bias": 1.0, "enum_sim": sim, "enum_margin": margin} | _role_features(info, s.role),
                     )
             if best is not None:
                 out.append(best)
         return out
+
+
+def _role_features(info: _AttrInfo, span_role: str) -> dict[str, float]:
+    """``role`` and ``role_default`` of a value whose cue has ``span_role`` ("" when none)."""
+    if not info.role:
+        return {}
+    if span_role in ("origin", "destination"):
+        return {"role": 1.0 if span_role == info.role else -1.0}
+    if info.paired:
+        return {"role_default": 1.0 if info.role == "origin" else -1.0}
+    return {}
 
 
 def _punct(ch: str) -> bool:

@@ -82,17 +82,25 @@ def _roles(lang: Language) -> dict[str, str]:
     )
 
 
-def _cue_before(lang: Language, text: str, start: int) -> tuple[str, str]:
-    """The cue word (or two-word cue) that ends right before ``start``, and its role."""
+def cue_before(lang: Language, text: str, start: int) -> tuple[str, str]:
+    """The cue word (or two-word cue) that ends right before ``start``, and its role; a cue before
+    up to two of the pack's noun openers ("to *their* account") gives its role but is no cue."""
     roles = _roles(lang)
-    before = text[max(0, start - 24) : start]
+    before = text[max(0, start - 40) : start]
     low = before.lower().rstrip()
-    for n in (3, 2, 1):
+    openers = {w.lower() for w in lang.lex.noun_openers}
+    for skipped in range(3):  # the cue, or the cue before up to two openers ("to *their* account")
         words = re.findall(r"[\w'’-]+", low)
-        if len(words) >= n:
-            cand = " ".join(words[-n:])
-            if cand in roles and low.endswith(cand):
-                return cand, roles[cand]
+        for n in (3, 2, 1):
+            if len(words) >= n:
+                cand = " ".join(words[-n:])
+                if cand in roles and low.endswith(cand):
+                    # through openers only the role counts: "with *a* dented lid" is no
+                    # value after a preposition
+                    return (cand, roles[cand]) if not skipped else ("", roles[cand])
+        if not words or words[-1] not in openers or not low.endswith(words[-1]):
+            break
+        low = low[: -len(words[-1])].rstrip()
     # CJK cues stand right before the value, no space: "从北京", "到聚宝源"
     for cue in sorted((c for c in roles if has_cjk(c)), key=len, reverse=True):
         if low.endswith(cue):
@@ -113,7 +121,7 @@ def find_spans(lang: Language, text: str, now: datetime) -> list[Span]:
     typed: list[Span] = []
 
     def make(start: int, end: int, kind: str, value: str | float | None, **kw: object) -> Span:
-        cue, role = _cue_before(lang, text, start)
+        cue, role = cue_before(lang, text, start)
         left, right = _window(text, start, end)
         return Span(start, end, text[start:end], kind, value, cue=cue, role=role, left=left, right=right, **kw)  # type: ignore[arg-type]
 

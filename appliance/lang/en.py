@@ -123,7 +123,7 @@ _STOPWORDS = (
     "doesn't didn't can't won't isn't aren't wasn't something anything everything nothing one ones thing things "
     "know think tell say said see make made give take way time day much many lot lots bit great good nice fine "
     "cool alright right actually maybe perhaps either still yet instead asap anyway though already soon even ever "
-    "kind kinds sort sorts quite rather somewhat"
+    "kind kinds sort sorts quite rather somewhat until till"
 ).split()
 
 LEXICON = Lexicon(
@@ -284,6 +284,8 @@ LEXICON = Lexicon(
     prepositions=(
         "in",
         "at",
+        "until",
+        "till",
         "on",
         "to",
         "from",
@@ -319,6 +321,8 @@ LEXICON = Lexicon(
     ),
     destination_cues=(
         "to",
+        "until",
+        "till",
         "going to",
         "heading",
         "headed",
@@ -333,6 +337,7 @@ LEXICON = Lexicon(
         "return",
         "returning",
     ),
+    noun_openers=("the", "a", "an", "my", "your", "his", "her", "their", "our", "its", "this", "that"),
     agent_cues=("by", "starring", "featuring", "with", "directed by", "sung by", "performed by", "called", "named"),
     stopwords=tuple(_STOPWORDS),
     request_verbs=tuple(

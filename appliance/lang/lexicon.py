@@ -86,6 +86,9 @@ class Lexicon:
     origin_cues: tuple[str, ...] = ()  # the value after one is a from/start ("from", "从")
     destination_cues: tuple[str, ...] = ()  # the value after one is a to/end ("to", "去")
     agent_cues: tuple[str, ...] = ()  # "by", "starring", "with" (a person follows)
+    # words that may stand between a cue and its value ("to *their* savings account", "from
+    # *the* 10th"): the cue still gives the value its role
+    noun_openers: tuple[str, ...] = ()
     stopwords: tuple[str, ...] = ()  # function words: never a value on their own
     request_verbs: tuple[str, ...] = ()  # verbs of asking and doing ("book", "find", "预订"): not values
     fillers: tuple[str, ...] = ()  # chat fillers that never start a value ("please", "吧")

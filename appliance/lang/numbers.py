@@ -201,8 +201,18 @@ def _with_ranges(lang: Language, text: str, nums: list[NumberSpan]) -> list[Numb
         if isinstance(high, float):
             b = nums[i + 1]
             gap = text[a.end : b.start]
-            gap_core = re.sub(rf"^\s*(?:{units})?\s*", "", gap, flags=re.I)
-            if re.fullmatch(rf"\s*{joiners}\s*", gap_core, re.I) and high > low_value:
+            unit_low = re.match(rf"\s*({units})?", gap, re.I)
+            gap_core = gap[unit_low.end() :] if unit_low else gap
+            unit_high = re.match(rf"\s?({units})", text[b.end :], re.I)
+            # ends in different units are in order whatever their numbers ("12小时-3天", kept as
+            # written: "12-3" would read as a number range); both ends with their unit may be equal
+            # (CrossWOZ writes "0.3小时 - 0.3小时")
+            low_unit = unit_low.group(1) if unit_low else None
+            high_unit = unit_high.group(1) if unit_high else None
+            both = bool(low_unit and high_unit)
+            mixed = both and low_unit != high_unit
+            ordered = high > low_value or (high == low_value and both)
+            if re.fullmatch(rf"\s*{joiners}\s*", gap_core, re.I) and (ordered or mixed):
                 start = a.start
                 pre = text[max(0, a.start - 12) : a.start].lower()
                 between = re.search(r"\bbetween\s*$", pre)
@@ -212,9 +222,8 @@ def _with_ranges(lang: Language, text: str, nums: list[NumberSpan]) -> list[Numb
                 tail = re.match(rf"\s?(?:{units})", text[end:], re.I)
                 if tail:
                     end += tail.end()
-                ranges.append(
-                    NumberSpan(start, end, text[start:end], range_value(low_value, high), a.money or b.money, False)
-                )
+                value = text[start:end] if mixed else range_value(low_value, high)
+                ranges.append(NumberSpan(start, end, text[start:end], value, a.money or b.money, False))
                 used |= {i, i + 1}
                 continue
         # bounds: "4.5分以上" (after) or "over 1000" (before)

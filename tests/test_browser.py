@@ -149,6 +149,17 @@ def test_schema_edit_shows_error_then_recompiles(page) -> None:  # type: ignore[
     assert page.outside_requests == []
 
 
+def _type_into(box, text: str) -> None:  # type: ignore[no-untyped-def]
+    """Fill a Gradio textbox and leave it: a click right after a bare fill once sent the box's
+    old value (a fresh clone drew the "default" session's timeline instead of "graph-test"); the
+    blur commits the value before the next event reads it."""
+    from playwright.sync_api import expect
+
+    box.fill(text)
+    box.press("Tab")
+    expect(box).to_have_value(text)
+
+
 def test_entity_graph_and_timeline_open_an_entitys_memories(page) -> None:  # type: ignore[no-untyped-def]
     """Whatever schema the earlier tests left loaded: the recorded message shows on the
     timeline, its entity in the graph, and a click on a node lists that entity's memories."""
@@ -157,7 +168,7 @@ def test_entity_graph_and_timeline_open_an_entitys_memories(page) -> None:  # ty
     page.get_by_role("tab", name="Chat").click()
     page.locator("#chat-details").wait_for()
     session = page.get_by_label("Session").first
-    session.fill("graph-test")
+    _type_into(session, "graph-test")
     recorded = page.get_by_text("Recorded (")
     before = recorded.count()
     page.locator("#chat-input textarea").fill(
@@ -166,7 +177,7 @@ def test_entity_graph_and_timeline_open_an_entitys_memories(page) -> None:  # ty
     page.locator("#chat-send").click()
     expect(recorded).to_have_count(before + 1, timeout=120_000)  # this message, not an earlier one
     page.get_by_role("tab", name="Graph & timeline").click()
-    page.locator("#pic-session textarea, #pic-session input").first.fill("graph-test")
+    _type_into(page.locator("#pic-session textarea, #pic-session input").first, "graph-test")
     page.locator("#pic-draw").click()
     expect(page.locator("#timeline svg")).to_contain_text("HB-7731", timeout=60_000)
     node = page.locator("#entity-graph .entity-node").first

@@ -49,7 +49,7 @@ from appliance.extract.evidence import (  # noqa: E402
     Candidate,
     SchemaEvidence,
     Scorer,
-    net_score,
+    mean_score,
     without_similarity,
 )
 from appliance.extract.extractor import assign  # noqa: E402
@@ -306,7 +306,7 @@ def main() -> None:
     nets = [train_mlp(x, y, seed) for seed in SEEDS]
 
     def score(a: np.ndarray) -> np.ndarray:
-        return np.mean([net_score(n, a) for n in nets], axis=0)
+        return mean_score(nets, a)
 
     best = one_se_threshold(rows, score, int(y.sum()))
     print(
@@ -319,7 +319,7 @@ def main() -> None:
     plain_nets = [train_mlp(plain_x, y, seed) for seed in SEEDS]
 
     def plain_score(a: np.ndarray) -> np.ndarray:
-        return np.mean([net_score(n, without_similarity(a)) for n in plain_nets], axis=0)
+        return mean_score(plain_nets, without_similarity(a))
 
     plain_best = one_se_threshold(rows, plain_score, int(y.sum()))
     print(

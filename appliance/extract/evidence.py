@@ -54,6 +54,7 @@ __all__ = [
     "Scorer",
     "scorer",
     "net_score",
+    "mean_score",
     "allowed_kinds",
     "without_similarity",
 ]
@@ -129,9 +130,8 @@ class Scorer:
     def score(self, rows: np.ndarray, plain: bool = False) -> np.ndarray:
         """Scores of ``rows``; ``plain``: no similarity features (no sentence encoder)."""
         if not plain:
-            return np.asarray(np.mean([net_score(net, rows) for net in self.nets], axis=0))
-        zeroed = without_similarity(rows)
-        return np.asarray(np.mean([net_score(net, zeroed) for net in self.plain_nets], axis=0)) + self.plain_shift
+            return mean_score(self.nets, rows)
+        return mean_score(self.plain_nets, without_similarity(rows)) + self.plain_shift
 
 
 def _nets(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -143,6 +143,11 @@ def without_similarity(rows: np.ndarray) -> np.ndarray:
     out = np.array(rows, dtype=float, copy=True)
     out[:, [FEATURES.index(f) for f in SIMILARITY_FEATURES]] = 0.0
     return out
+
+
+def mean_score(nets: list[dict[str, Any]], rows: np.ndarray) -> np.ndarray:
+    """The networks' mean score of ``rows`` (the scorer's, and the fit script's while it fits)."""
+    return np.asarray(np.mean([net_score(net, rows) for net in nets], axis=0))
 
 
 def net_score(net: dict[str, Any], rows: np.ndarray) -> np.ndarray:

@@ -201,7 +201,7 @@ def _with_ranges(lang: Language, text: str, nums: list[NumberSpan]) -> list[Numb
         if isinstance(high, float):
             b = nums[i + 1]
             gap = text[a.end : b.start]
-            unit_low = re.match(rf"\s*({units})?", gap, re.I)
+            unit_low = re.match(rf"\s*({units})", gap, re.I)
             gap_core = gap[unit_low.end() :] if unit_low else gap
             unit_high = re.match(rf"\s?({units})", text[b.end :], re.I)
             # ends in different units are in order whatever their numbers ("12小时-3天", kept as
@@ -218,10 +218,7 @@ def _with_ranges(lang: Language, text: str, nums: list[NumberSpan]) -> list[Numb
                 between = re.search(r"\bbetween\s*$", pre)
                 if between:
                     start = a.start - (len(pre) - between.start())
-                end = b.end
-                tail = re.match(rf"\s?(?:{units})", text[end:], re.I)
-                if tail:
-                    end += tail.end()
+                end = b.end + (unit_high.end() if unit_high else 0)
                 value = text[start:end] if mixed else range_value(low_value, high)
                 ranges.append(NumberSpan(start, end, text[start:end], value, a.money or b.money, False))
                 used |= {i, i + 1}

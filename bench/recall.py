@@ -11,12 +11,16 @@ Sets:
   a hit is a returned memory that holds the gold value; the structured answer is right when an
   answered entity holds it.
 
+* ``own`` — the shipped customer_service and travel_assistant schemas' labelled messages (the
+  extraction dev and held-out sets) recorded in one session each, with questions phrased
+  mechanically from their gold labels (ids, free-text values, ids no message holds): regressions.
+
 Metrics: hit@5, recall@5, hit@10, MRR, not-stored questions answered "not found", stored
 questions wrongly answered "not found", p50/p95 latency — per question type, with the plain
 alternatives over the raw turns in the same run: BM25 (the same tokens the appliance indexes)
 and dense retrieval (the same sentence encoder).
 
-Run: .venv/bin/python bench/recall.py [--set conv,sgd] [--dialogues 150] [--seed 3] [--misses FILE] [--keep DIR]
+Run: .venv/bin/python bench/recall.py [--set conv,sgd,own] [--dialogues 150] [--seed 3] [--misses FILE] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import argparse
 import json
 import math
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -186,6 +191,103 @@ def run_conv(
     return app_out, bm_out, dense_out
 
 
+# --- own customer-service / travel sets (regressions) --------------------------------------------------
+OWN_AT = datetime(2026, 12, 2, 10, 0, tzinfo=UTC)  # the labelled sets' message time
+
+
+def own_cases(schema_name: str) -> list[tuple[str, str, str | None, dict[str, Any]]]:
+    """(text, entity type, gold id, gold attributes) of the dev and held-out extraction sets."""
+    import importlib
+
+    out = []
+    for part in ("devset", "heldout"):
+        mod = importlib.import_module(f"{part}.{schema_name}")
+        out += [(c[0], c[2], c[3], c[5]) for c in mod.CASES]
+    return out
+
+
+def own_questions(schema: Any, cases: list[tuple[str, str, str | None, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Questions phrased mechanically from the sets' gold labels, never from their wording:
+
+    * key — each stored id: "What happened with order 10231?" / "订单10231怎么样了？" (the
+      entity's name, or its first Chinese alias, in the language of the message that told it);
+      evidence: every message with that id;
+    * value — each free-text value a message states verbatim ("Paris"): "What do I have about
+      Paris?" / "关于云南有什么记录？"; evidence: every message containing it;
+    * not_stored — an id no message holds (the last digit of a stored id moved by five):
+      "What happened with order 10236?" must be answered "not found"."""
+    from appliance.lang import has_cjk
+
+    def noun(etype: str, cjk: bool) -> str:
+        ent = schema.entity(etype)
+        zh = next((a for a in ent.aliases if has_cjk(a)), None)
+        return zh if cjk and zh else re.sub(r"(?<!^)(?=[A-Z])", " ", etype).lower()
+
+    texts = [c[0] for c in cases]
+    out: list[dict[str, Any]] = []
+    ids: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, (_, etype, key, _) in enumerate(cases):
+        if key:
+            ids[(etype, key)].append(i)
+    for (etype, key), where in ids.items():
+        cjk = has_cjk(texts[where[0]])
+        q = f"{noun(etype, True)}{key}怎么样了？" if cjk else f"What happened with {noun(etype, False)} {key}?"
+        out.append({"type": "key", "question": q, "evidence": where})
+    values: dict[str, list[int]] = {}
+    for _, etype, _, attrs in cases:
+        ent = schema.entity(etype)
+        for name, v in attrs.items():
+            a = ent.attribute(name)
+            if isinstance(v, str) and a is not None and a.kind == "string" and len(v) >= 2:
+                values.setdefault(v, [j for j, t in enumerate(texts) if v.lower() in t.lower()])
+    for v, where in values.items():
+        if where:
+            q = f"关于{v}有什么记录？" if has_cjk(v) else f"What do I have about {v}?"
+            out.append({"type": "value", "question": q, "evidence": where})
+    for etype, key in list(ids)[: max(3, len(ids) // 4)]:
+        digits = [j for j, ch in enumerate(key) if ch.isdigit()]
+        if not digits:
+            continue
+        j = digits[-1]
+        other = key[:j] + str((int(key[j]) + 5) % 10) + key[j + 1 :]
+        if any(other in t for t in texts):
+            continue
+        cjk = has_cjk(texts[ids[(etype, key)][0]])
+        q = f"{noun(etype, True)}{other}怎么样了？" if cjk else f"What happened with {noun(etype, False)} {other}?"
+        out.append({"type": "not_stored", "question": q, "evidence": []})
+    return out
+
+
+def run_own(app_factory: Any, embedder: Any) -> tuple[list[Outcome], list[Outcome], list[Outcome]]:
+    """Each shipped schema's labelled messages (dev and held-out sets) recorded in one session,
+    one minute apart, then the mechanical questions of ``own_questions``."""
+    app_out, bm_out, dense_out = [], [], []
+    for name in ("customer_service", "travel_assistant"):
+        app = app_factory(name)
+        cases = own_cases(name)
+        turn_of: dict[str, str] = {}
+        texts: dict[str, str] = {}
+        for i, (text, *_) in enumerate(cases):
+            rec = app.record(text, session_id=name, now=OWN_AT + timedelta(minutes=i))
+            turn_of[rec.memory_id] = f"m{i}"
+            texts[f"m{i}"] = text
+        bm25, dense = BM25(texts), Dense(texts, embedder)
+        now = OWN_AT + timedelta(days=1)
+        for n, q in enumerate(own_questions(app.schema, cases)):
+            question = Question(f"{name}:{n}", q["question"], q["type"], now, {f"m{i}" for i in q["evidence"]}, name)
+            t = time.perf_counter()
+            res = app.recall(q["question"], session_id=name, now=now)
+            secs = time.perf_counter() - t
+            ranked = [turn_of.get(m.memory.memory_id, "?") for m in res.memories]
+            app_out.append(Outcome(question, ranked, bool(res.not_found), secs))
+            t = time.perf_counter()
+            bm_out.append(Outcome(question, bm25.rank(q["question"]), False, time.perf_counter() - t))
+            t = time.perf_counter()
+            dense_out.append(Outcome(question, dense.rank(q["question"]), False, time.perf_counter() - t))
+        app.close()
+    return app_out, bm_out, dense_out
+
+
 # --- SGD dialogues ------------------------------------------------------------------------------------------
 def slot_question(description: str) -> str:
     d = description.strip().rstrip(".")
@@ -297,6 +399,12 @@ def main() -> None:
             def hit(o: Outcome, r: str) -> bool:
                 return r in o.q.gold
 
+        elif name == "own":
+            app, bm, dense = run_own(factory, embedder)
+
+            def hit(o: Outcome, r: str) -> bool:
+                return r in o.q.gold
+
         else:
             if args.keep:
                 (args.keep / "sgd").mkdir(parents=True, exist_ok=True)
@@ -317,7 +425,7 @@ def main() -> None:
             for t, os_ in sorted(by_type.items()):
                 if len(by_type) > 1:
                     rows.append((name, system, t, metrics(os_, hit)))
-            if name == "conv":  # each conversation too: they differ in language and in who speaks
+            if name in ("conv", "own"):  # each conversation (schema) too: they differ in language and in who speaks
                 by_conv: dict[str, list[Outcome]] = defaultdict(list)
                 for o in outcomes:
                     by_conv[o.q.session].append(o)

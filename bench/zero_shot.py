@@ -16,7 +16,7 @@ record is scored against the gold annotation:
 * latency p50 / p95 per record;
 
 with k = 0 corrections and with k corrected turns per service (taken from dialogues outside the
-scored ones), and the naive peer — one outlines JSON-Schema call per turn with the same model —
+scored ones; with ``--all``, their dialogues are set aside and every other turn is scored), and the naive peer — one outlines JSON-Schema call per turn with the same model —
 on the same turns in the same run.
 
 Run: .venv/bin/python bench/zero_shot.py [--set sgd,crosswoz] [--sample 300 | --all] [--k 0,5]
@@ -411,8 +411,9 @@ def main() -> None:
         report[f"{set_name}.majority_intent"] = majority(turns)
         for k in (int(x) for x in args.k.split(",")):
             corrections: dict[str, list[Turn]] = defaultdict(list)
+            scored = turns
             if k:
-                pool = rest[:]
+                pool = (rest or turns)[:]  # --all: nothing is left over, so some dialogues are set aside
                 random.Random(args.seed + k).shuffle(pool)
                 by_domain: dict[str, list[Turn]] = defaultdict(list)
                 for t in pool:
@@ -421,8 +422,11 @@ def main() -> None:
                         by_domain[key].append(t)
                 for ts in by_domain.values():
                     corrections[ts[0].schema] += ts
+                if not rest:  # the corrected turns' dialogues are not scored
+                    aside = {t.dialogue for ts in by_domain.values() for t in ts}
+                    scored = [t for t in turns if t.dialogue not in aside]
             with tempfile.TemporaryDirectory() as d:
-                results = run_appliance(turns, schemas, engine, embedder, Path(d), corrections)
+                results = run_appliance(scored, schemas, engine, embedder, Path(d), corrections)
             overall = summary(results)
             report[f"{set_name}.k{k}"] = overall
             report[f"{set_name}.k{k}.reliability"] = reliability(results)

@@ -322,6 +322,9 @@ def test_words_meet_across_derivations_in_recall(settings) -> None:  # type: ign
 
     assert index_terms("we adopted a dog")[0] == index_terms("adopt")[0]
     assert index_terms("teaching")[0] == index_terms("teach")[0]
+    assert index_terms("she stole it") == index_terms("she stolen it") == index_terms("steal")
+    assert index_terms("we bought shoes") == index_terms("shoes")  # "buy" is a function word
+    assert index_terms("my left hand") != index_terms("leave")  # "left" is also a side
     app = Appliance(db=settings.home / "d.duckdb", model=FakeEngine(), settings=settings, embedder=None)
     t0 = datetime(2026, 4, 2, 20, 0, tzinfo=UTC)
     adopted = app.record("We adopted a greyhound last weekend", "s", now=t0)
@@ -330,6 +333,37 @@ def test_words_meet_across_derivations_in_recall(settings) -> None:  # type: ign
     assert res.memories[0].memory.memory_id == adopted.memory_id
     res = app.recall("When did my pension go up?", "s", now=t0 + timedelta(days=9))
     assert not res.not_found and res.memories[0].memory.memory_id == pension.memory_id
+    stole = app.record("Pepper stole a whole block of cheddar on Monday", "s", now=t0 + timedelta(days=4))
+    res = app.recall("What did Pepper steal?", "s", now=t0 + timedelta(days=9))
+    assert res.memories[0].memory.memory_id == stole.memory_id
+    app.close()
+
+
+def test_a_when_question_ranks_the_memories_telling_a_time_first(settings) -> None:  # type: ignore[no-untyped-def]
+    """ "When did Nora adopt Pepper?" in a chat where Pepper is in many turns: the turn that says
+    "adopted" and a time ("last weekend") comes first; among two that tell the fair's date, the
+    newer ("moved to April 25") comes first."""
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 3, 9, 18, 0, tzinfo=UTC)
+    app = Appliance(db=settings.home / "w.duckdb", model=FakeEngine(), settings=settings, embedder=None)
+    turns = [
+        "Nora: Guess what, we adopted a dog last weekend!",
+        "Ben: WHAT. Tell me everything.",
+        "Nora: She's a greyhound called Pepper, and Pepper loves the couch.",
+        "Nora: Pepper needs her walk now, Pepper is impatient.",
+        "Ben: Give Pepper a pat from me! Pepper sounds adorable.",
+        "Nora: The craft fair is on April 18 at the community center.",
+        "Ben: I'll buy a mug at the craft fair.",
+        "Nora: Oh and the craft fair got moved to April 25 because of the snow.",
+    ]
+    recs = [app.record(t, "s", now=t0 + timedelta(minutes=i)) for i, t in enumerate(turns)]
+    res = app.recall("When did Nora adopt Pepper?", "s", now=t0 + timedelta(days=3))
+    assert res.memories[0].memory.memory_id == recs[0].memory_id
+    assert "shape" in res.memories[0].paths
+    res = app.recall("When is the craft fair?", "s", now=t0 + timedelta(days=3))
+    ranked = [m.memory.memory_id for m in res.memories]
+    assert ranked[0] == recs[7].memory_id and recs[5].memory_id in ranked
     app.close()
 
 
@@ -506,10 +540,12 @@ def test_the_turn_after_a_best_hit_is_recalled_with_it(settings) -> None:  # typ
         app.close()
 
 
-def test_a_best_hit_followed_by_a_question_back_brings_its_answer(settings) -> None:  # type: ignore[no-untyped-def]
+def test_a_best_hit_followed_by_the_other_speakers_turn_brings_the_one_after(settings) -> None:  # type: ignore[no-untyped-def]
     """ "I moved here for the new job" → "What are you doing there again?" → "I'm a software
-    tester": after a best hit whose next turn asks back, the answer to that question follows
-    too — from another speaker only (the asker going on is no answer)."""
+    tester": after a best hit whose next turn is the other speaker's — a question back or a mere
+    interjection ("WHAT. Tell me everything.") — the turn after that follows too, when someone
+    other than that speaker says it (the asker going on is no answer); a speaker going on
+    without interruption brings only the next turn."""
     from datetime import UTC, datetime, timedelta
 
     t0 = datetime(2026, 3, 7, 18, 0, tzinfo=UTC)
@@ -520,12 +556,19 @@ def test_a_best_hit_followed_by_a_question_back_brings_its_answer(settings) -> N
         "Ben: I'm a software tester at a fintech company.",
         "Nora: Nice. Is it calm?",
         "Nora: Mine is not.",
+        "Nora: Guess what, we adopted a dog last weekend!",
+        "Ben: WHAT. Tell me everything.",
+        "Nora: She's a three-year-old greyhound called Pepper.",
+        "Nora: We got her from a rescue in Boulder.",
     ]
     recs = [app.record(t, "s", now=t0 + i * timedelta(minutes=1)) for i, t in enumerate(turns)]
-    schema = app.schema_for(turns[0], None)[0]
     ids = [r.memory_id for r in recs]
-    assert app.recaller._follows(schema, [(ids[0], turns[0])]) == [ids[1], ids[2]]
-    assert app.recaller._follows(schema, [(ids[2], turns[2])]) == [ids[3]]  # Nora asks, Nora goes on
+    assert app.recaller._follows([(ids[0], turns[0])]) == [ids[1], ids[2]]
+    assert app.recaller._follows([(ids[2], turns[2])]) == [ids[3]]  # Nora asks, Nora goes on
+    assert app.recaller._follows([(ids[5], turns[5])]) == [ids[6], ids[7]]  # past Ben's interjection
+    assert app.recaller._follows([(ids[7], turns[7])]) == [ids[8]]
+    # source by source: each best hit's turns come before the next best hit's
+    assert app.recaller._follows([(ids[5], turns[5]), (ids[0], turns[0])]) == [ids[6], ids[7], ids[1], ids[2]]
     app.close()
 
 

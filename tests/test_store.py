@@ -275,3 +275,42 @@ def test_entities_are_clustered_by_session_as_they_grow_and_match_the_same(tmp_p
     assert store.entities.matching("s0", ["7777"])[0][0].id == "7777"
     assert not store.entities.needs_clustering()
     store.close()
+
+
+def test_a_code_matches_itself_or_a_part_of_it_and_a_name_its_misspelling(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A question's key finds an entity whose id equals or contains it ("4567" → order 1234567),
+    and a misspelt name its entity ("Priyah" → "Priya"); a code one digit away is another
+    entity, never a near match (order 10236 is not order 10231)."""
+    store = MemoryStore(tmp_path / "m.duckdb")
+    store.add_record(_rec("m1", eid="10231"))
+    store.add_record(_rec("m2", eid="1234567"))
+    store.add_record(_rec("m4", eid="TR-22"))
+    store.add_record(make_record(memory_id="m3", entity_type="Person", entity_id="Priya", attributes={}))
+    assert [e.id for e, _, _ in store.entities.matching("s", ["10231"])] == ["10231"]
+    assert store.entities.matching("s", ["10236"]) == []
+    assert store.entities.matching("s", ["A-10232"]) == []
+    assert [e.id for e, _, _ in store.entities.matching("s", ["4567"])] == ["1234567"]
+    assert store.entities.matching("s", ["TR-2"]) == [] and store.entities.matching("s", ["12345"]) == []
+    assert [e.id for e, _, _ in store.entities.matching("s", ["TR-22"])] == ["TR-22"]
+    assert [e.id for e, _, _ in store.entities.matching("s", ["Priyah"])] == ["Priya"]
+    store.close()
+
+
+def test_a_record_whose_last_step_reads_an_unchanged_entity_stores_its_vector(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A record mentioning an entity already stored, unchanged, ends its entity work on a read;
+    its vector is written after that in the same transaction (DuckDB 2 refused the vector's
+    frame while the read's result was unfinished, and the record was lost)."""
+    import numpy as np
+
+    from appliance.domain.records import EntityRef, RecordWrite
+
+    store = MemoryStore(tmp_path / "v.duckdb")
+    store.add_record(_rec("m1", eid="10231"))
+    vec = np.ones(store.vectors.dim, dtype=np.float32)
+    mention = make_record(
+        memory_id="m2", entity_type=None, entity_id=None, mentions=[EntityRef(type="Order", id="10231")]
+    )
+    store.write(RecordWrite(record=mention, vector=vec, terms=("order",)))
+    assert store.records.by_ids(["m2"])[0].memory_id == "m2"
+    assert store.db.fetch(f"SELECT count(*) FROM {store.vectors.table} WHERE memory_id = 'm2'") == [(1,)]
+    store.close()

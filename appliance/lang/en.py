@@ -126,6 +126,32 @@ _STOPWORDS = (
     "kind kinds sort sorts quite rather somewhat until till"
 ).split()
 
+# Irregular verb forms and their base, for the lexical terms (form → base). Forms that are also
+# common words of another meaning are left out: "left", "saw", "rose", "bit", "lay", "sat"
+# (Saturday), "born"/"bore" (bear), "bound", "ground", "wound", "lead".
+_IRREGULAR = """
+arise:arose,arisen awake:awoke,awoken become:became begin:began,begun bend:bent bite:bitten
+bleed:bled blow:blew,blown break:broke,broken breed:bred bring:brought build:built burn:burnt
+buy:bought catch:caught choose:chose,chosen cling:clung come:came creep:crept deal:dealt dig:dug
+draw:drew,drawn dream:dreamt drink:drank,drunk drive:drove,driven eat:ate,eaten fall:fell,fallen
+feed:fed feel:felt fight:fought find:found flee:fled fly:flew,flown forbid:forbade,forbidden
+forget:forgot,forgotten forgive:forgave,forgiven freeze:froze,frozen get:got,gotten give:gave,given
+go:went,gone grow:grew,grown hang:hung hear:heard hide:hid,hidden hold:held keep:kept kneel:knelt
+know:knew,known lean:leant learn:learnt lend:lent light:lit lose:lost make:made mean:meant meet:met
+mistake:mistook,mistaken pay:paid ride:rode,ridden ring:rang,rung rise:risen run:ran say:said
+see:seen seek:sought sell:sold send:sent sew:sewn shake:shook,shaken shine:shone shoot:shot
+show:shown shrink:shrank,shrunk sing:sang,sung sink:sank,sunk sleep:slept slide:slid speak:spoke,spoken
+speed:sped spend:spent spin:spun spring:sprang,sprung stand:stood steal:stole,stolen stick:stuck
+sting:stung stink:stank,stunk strike:struck string:strung swear:swore,sworn sweep:swept swim:swam,swum
+swing:swung take:took,taken teach:taught tear:tore,torn tell:told think:thought throw:threw,thrown
+understand:understood wake:woke,woken wear:wore,worn weave:wove,woven weep:wept win:won
+withdraw:withdrew,withdrawn write:wrote,written
+"""
+IRREGULAR_FORMS = {
+    form: base for entry in _IRREGULAR.split() for base, forms in [entry.split(":")] for form in forms.split(",")
+}
+
+
 LEXICON = Lexicon(
     code="en",
     question_marks=("?",),
@@ -155,6 +181,7 @@ LEXICON = Lexicon(
     relative_pronouns=("who", "which", "that", "whose", "with", "where"),
     determiners=("all", "any", "the"),
     topic_markers=("about",),
+    memory_words=("remember", "remembered", "recall", "stored", "saved", "noted", "memory", "memories"),
     all_sessions=("all sessions", "every session"),
     recent_words=("latest", "recent", "recently", "last time", "newest", "most recent"),
     amount_questions=("how much",),
@@ -369,6 +396,7 @@ LEXICON = Lexicon(
         "welcome",
     ),
     derivation_suffixes=("ings", "ing", "ions", "ion", "ed", "ers", "er", "ors", "or"),
+    irregular_forms=IRREGULAR_FORMS,
     doubled_before_suffix="bdgmnprt",
     possessive_suffixes=("'s", "’s"),
     name_titles=("mr", "mrs", "ms", "miss", "dr", "prof", "sir", "madam"),

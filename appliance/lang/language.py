@@ -101,6 +101,11 @@ class Language:
     def roots(self, terms: frozenset[str]) -> frozenset[str]:
         return frozenset(self.root(t) for t in terms)
 
+    def lemma(self, term: str) -> str:
+        """The root of a word's base form, irregular forms included ("stole" → "steal",
+        "teaching" → "teach"): what lexical search indexes and queries a word under."""
+        return self.root(self.lex.irregular_forms.get(term, term))
+
     # --- questions ----------------------------------------------------------------------
     @cached_property
     def _question(self) -> re.Pattern[str]:

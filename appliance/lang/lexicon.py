@@ -34,6 +34,9 @@ class Lexicon:
     relative_pronouns: tuple[str, ...] = ()  # "users who …": the noun before is asked for
     determiners: tuple[str, ...] = ()  # "all", "any", "the"
     topic_markers: tuple[str, ...] = ()  # "about X", "关于X"
+    # words a question uses for the memory itself ("What do you remember about…", "有什么记录"):
+    # they ask, they are not what is asked about
+    memory_words: tuple[str, ...] = ()
     topic_suffixes: tuple[str, ...] = ()  # "X问题"
     all_sessions: tuple[str, ...] = ()  # "all sessions", "所有会话"
     recent_words: tuple[str, ...] = ()  # the question asks for recent things ("latest", "最近")
@@ -102,6 +105,9 @@ class Lexicon:
     # endings that derive words of one root ("directed", "director" → "direct"; "starring" →
     # "star"): a cue word matches an attribute's word when their roots do
     derivation_suffixes: tuple[str, ...] = ()
+    # irregular word forms → their base ("stole" → "steal", "bought" → "buy"): a memory saying
+    # "she stole the cheese" is found by "What did she steal?" (lexical terms only)
+    irregular_forms: dict[str, str] = field(default_factory=dict)
     doubled_before_suffix: str = ""  # letters doubled before such an ending ("starr-ing" → "star")
     possessive_suffixes: tuple[str, ...] = ()  # "'s": the word before one owns what follows ("dog's name")
     # a particle between an owner and what it owns that also ends relative clauses ("弟弟*的*女朋友",

@@ -59,11 +59,13 @@ def _cjk_splitter(words: tuple[str, ...]) -> re.Pattern[str]:
 
 
 def cjk_pieces(lang: Language, tok: Token) -> list[Token]:
-    """A CJK run cut at the pack's function words (stopwords, prepositions, fillers) into the
-    pieces between them, each with its offsets."""
+    """A CJK run cut at the pack's function words (stopwords, prepositions, topic markers,
+    fillers) into the pieces between them, each with its offsets."""
     lx = lang.lex
     verbs = [v for v in lx.request_verbs if len(v) >= 2]
-    splitter = _cjk_splitter(tuple([*lx.stopwords, *lx.prepositions, *lx.fillers, *lx.question_words, *verbs]))
+    splitter = _cjk_splitter(
+        tuple([*lx.stopwords, *lx.prepositions, *lx.topic_markers, *lx.fillers, *lx.question_words, *verbs])
+    )
     out: list[Token] = []
     pos = 0
     for m in splitter.finditer(tok.text):
@@ -79,8 +81,8 @@ def search_terms(
     text: str, stopwords: frozenset[str] = frozenset(), root: Callable[[str], str] | None = None
 ) -> list[str]:
     """Terms for lexical search: lower-cased words (minus ``stopwords``, a light plural stem,
-    then ``root`` — a pack's derivations: "teaching" → "teach") and, for CJK runs, bigrams and
-    single characters."""
+    then ``root`` — a pack's base forms and derivations: "teaching" → "teach", "went" → "go",
+    dropped when that is a stopword) and, for CJK runs, bigrams and single characters."""
     out: list[str] = []
     for tok in tokens(text):
         if tok.cjk:
@@ -91,7 +93,10 @@ def search_terms(
             w = tok.low.replace("’", "'")
             if w in stopwords or (len(w) < 2 and not w.isdigit()):
                 continue
-            out.append(root(stem(w)) if root else stem(w))
+            base = stem(w)
+            term = root(base) if root else base
+            if term == base or term not in stopwords:  # "went" → "go", a function word too
+                out.append(term)
     return out
 
 
@@ -126,12 +131,14 @@ def index_terms(text: str, codes: tuple[str, ...] | None = None) -> list[str]:
     from . import DEFAULT_LANGUAGES
 
     codes = codes or DEFAULT_LANGUAGES
-    return search_terms(text, _index_stopwords(codes), _index_language(codes).root)
+    return search_terms(text, _index_stopwords(codes), _index_language(codes).lemma)
 
 
 # The terms ``index_terms`` produces for a text: a stored index written under another version is
 # rebuilt on open (the store compares this with the one it was written with).
-INDEX_TERMS_VERSION = "2"  # 2: words reduced to the packs' roots ("adopted" and "adopt" meet)
+# 2: words reduced to the packs' roots ("adopted" and "adopt" meet); 3: irregular forms to their
+# base ("stole" and "steal" meet)
+INDEX_TERMS_VERSION = "3"
 
 
 @lru_cache(maxsize=16)

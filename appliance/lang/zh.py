@@ -84,6 +84,7 @@ LEXICON = Lexicon(
     asking_for=("哪些", "哪个", "哪位", "哪几个"),
     asking_after=("有哪些", "是谁", "都有谁", "有谁"),
     topic_markers=("关于",),
+    memory_words=("记录", "记得", "记住", "印象", "保存"),
     topic_suffixes=("问题",),
     all_sessions=("所有会话",),
     recent_words=("最近", "最新", "上一次", "刚才"),

@@ -152,7 +152,8 @@ def question_facts(schema: MemorySchema, question: str, now: datetime) -> Questi
         top = max(s[0] for s in scored)
         facts.attributes = [(e, a) for n, e, a, _ in scored if n == top]
         facts.attribute_terms = sorted({t for n, _, _, terms in scored if n == top for t in asked & terms})
-    vocab = schema_vocabulary(schema)
+    # the schema's words and the words for the memory itself ask; they are not asked about
+    vocab = schema_vocabulary(schema) | frozenset(index_terms(" ".join(lx.memory_words)))
     key_terms = {t for k in facts.keys for t in index_terms(k)}
     if not has_cjk(question):
         facts.residual = [

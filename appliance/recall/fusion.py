@@ -30,7 +30,7 @@ CHANNEL_WEIGHTS: dict[str, float] = {
     "semantic": 1.0,
     "shape": 1.0,  # candidates stating a value of the asked attribute's type (a date for a date)
     "reply": 1.0,  # the next turn, by another speaker, after a question among the best hits
-    "follow": 0.5,  # the next turn after one of the three best hits (labelled transcripts)
+    "follow": 1.0,  # the next turn after one of the three best hits (labelled transcripts)
 }
 
 

@@ -32,6 +32,7 @@ from ..domain.schema import MemorySchema
 from ..extract.evidence import allowed_kinds
 from ..extract.spans import find_spans
 from ..lang import Language, has_cjk
+from ..lang.dates import find_dates
 from ..lang.segment import index_terms
 from ..lang.speakers import speaker
 from ..model.embed import Embedder
@@ -155,12 +156,23 @@ class RecallService:
                 for r in sorted(self.store.records.by_ids(pool), key=lambda r: r.timestamp, reverse=True)
                 if any(sp.kind in typed for sp in find_spans(schema.language, r.source_text, r.timestamp))
             ]
+        elif facts.when and facts.range is None:
+            # "When did Nora adopt Pepper?": among the candidates so far, the memories that tell a
+            # time ("we adopted a dog last weekend") and say one of the question's own words, the
+            # newest first ("the craft fair got moved to April 25" after "is on April 18")
+            pool = [f.memory_id for f in fuse({k: v for k, v in channels.items() if v}, self.weights)[:CHANNEL_DEPTH]]
+            readings = [set(_terms(x)) for w in facts.residual for x in w.split("|")]
+            channels["shape"] = [
+                r.memory_id
+                for r in sorted(self.store.records.by_ids(pool), key=lambda r: r.timestamp, reverse=True)
+                if (not readings or _says_any(r.source_text, readings)) and _tells_time(schema.language, r)
+            ]
         fused = fuse({k: v for k, v in channels.items() if v}, self.weights)
         texts: dict[str, str] = {}  # memory id → text, read once for the reply and follow channels
         if replies := self._replies(schema, self._told(fused[:REPLY_SOURCES], texts)):
             channels["reply"] = replies
             fused = fuse({k: v for k, v in channels.items() if v}, self.weights)
-        if follows := self._follows(schema, self._told(fused[:FOLLOW_SOURCES], texts)):
+        if follows := self._follows(self._told(fused[:FOLLOW_SOURCES], texts)):
             channels["follow"] = follows
             fused = fuse({k: v for k, v in channels.items() if v}, self.weights)
         fused = fused[:TOP_K]
@@ -219,17 +231,28 @@ class RecallService:
         after = self.store.records.replies([m for m, _ in askers], CONVERSATION_GAP)
         return [after[m][0] for m, who in askers if m in after and speaker(after[m][1]) not in (None, who)]
 
-    def _follows(self, schema: MemorySchema, turns: list[tuple[str, str]]) -> list[str]:
-        """The turns told right after ``turns`` (id, text), in a transcript of labelled speakers:
-        the answer is often the turn after the one that shares the question's words ("I take
-        lessons twice a week" → "Tuesdays and Fridays at seven"), and when that turn asks back,
-        the reply to it ("I moved here for the new job" → "What are you doing there again?" →
-        "I'm a software tester": two-friends sets, +1 question each, none lost). Unlabelled
-        messages (one user's own notes, requests) have none: there the next message is a new
-        matter."""
-        after = self.store.records.replies([m for m, text in turns if speaker(text) is not None], CONVERSATION_GAP)
-        nxt = [after[m] for m, _ in turns if m in after and speaker(after[m][1]) is not None]
-        return [m for m, _ in nxt] + self._replies(schema, nxt)
+    def _follows(self, turns: list[tuple[str, str]]) -> list[str]:
+        """The turns told right after ``turns`` (id, text), in a transcript of labelled speakers,
+        source by source: the answer is often the turn after the one that shares the question's
+        words ("I take lessons twice a week" → "Tuesdays and Fridays at seven"), and when that
+        turn is the other speaker's, the one after it by someone else again — the reply when it
+        asked back ("I moved here for the new job" → "What are you doing there again?" → "I'm a
+        software tester"), the telling going on past an interjection ("we adopted a dog!" →
+        "WHAT. Tell me everything." → "She's a greyhound called Pepper"). Unlabelled messages (one
+        user's own notes, requests) have none: there the next message is a new matter."""
+        said_by = {m: who for m, text in turns if (who := speaker(text)) is not None}
+        after = self.store.records.replies(list(said_by), CONVERSATION_GAP)
+        nxt = {m: (n, who) for m, (n, text) in after.items() if (who := speaker(text)) is not None}
+        other = [n for m, (n, who) in nxt.items() if who != said_by[m]]
+        then = self.store.records.replies(other, CONVERSATION_GAP)
+        out: list[str] = []
+        for m, _ in turns:
+            if m in nxt:
+                n, who = nxt[m]
+                out.append(n)
+                if n in then and speaker(then[n][1]) not in (None, who):
+                    out.append(then[n][0])
+        return list(dict.fromkeys(out))
 
     def _not_found(
         self,
@@ -343,6 +366,19 @@ class RecallService:
     def _held(self, scope: str | None, text: str) -> bool:
         """Whether one memory holds every term of ``text``."""
         return self.store.lexical.held(scope, index_terms(text))
+
+
+def _says_any(text: str, readings: list[set[str]]) -> bool:
+    """Whether ``text`` holds every term of one of ``readings``."""
+    terms = set(index_terms(text))
+    return any(r <= terms for r in readings)
+
+
+def _tells_time(lang: Language, record: MemoryRecord) -> bool:
+    """Whether a memory's text states a day, a period or a time of day (read at its message time)."""
+    if find_dates(lang, record.source_text, record.timestamp):
+        return True
+    return any(sp.kind in ("time", "datetime") for sp in find_spans(lang, record.source_text, record.timestamp))
 
 
 def _terms(reading: str) -> list[str]:

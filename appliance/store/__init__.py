@@ -26,7 +26,7 @@ import duckdb
 from ..domain.records import MemoryRecord, RecallHit, RecallQuery, RecordWrite, Relationship
 from ..domain.schema import MemorySchema
 from ..errors import StoreError
-from .database import Database, now, session_clause
+from .database import Database, first_row, now, session_clause
 from .days import DaysRepo
 from .entities import EntitiesRepo, Values, merge_values
 from .lexical import LexicalRepo
@@ -192,9 +192,9 @@ class MemoryStore:
         """A person's correction of a record, in one transaction: the memory row, and its entity
         takes the corrected values (as of now: a person's word is the newest)."""
         with self.db.transaction() as con:
-            row = con.execute(
-                "SELECT session_id, entity_type, entity_id FROM memories WHERE memory_id = ?", [memory_id]
-            ).fetchone()
+            row = first_row(
+                con.execute("SELECT session_id, entity_type, entity_id FROM memories WHERE memory_id = ?", [memory_id])
+            )
             if row is None:
                 raise StoreError(f"no memory {memory_id}", hint="list memories to find its id")
             session, old_type, old_id = row

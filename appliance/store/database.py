@@ -27,7 +27,7 @@ import duckdb
 from ..errors import CorruptStoreError, StoreError, StoreLockedError
 from .migrations import DB_VERSION, MIGRATIONS
 
-__all__ = ["Database", "now", "session_clause", "grown_since_rewrite", "DB_VERSION"]
+__all__ = ["Database", "now", "session_clause", "grown_since_rewrite", "first_row", "DB_VERSION"]
 
 
 def now() -> datetime:
@@ -47,6 +47,15 @@ def grown_since_rewrite(db: Database, rows: int, minimum: int, growth: float, me
 def session_clause(column: str, session: str | None, keyword: str = "AND") -> tuple[str, list[Any]]:
     """`` {keyword} {column} = ? `` and its parameter, or nothing when no session is given."""
     return (f" {keyword} {column} = ? ", [session]) if session else ("", [])
+
+
+def first_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
+    """The first row of the statement just run, its result read to the end: DuckDB 2 refuses to
+    register a frame (the bulk writes of vectors, postings, entities) on a connection whose last
+    result is unfinished, and ``fetchone`` leaves a result so — a record that ended on a read
+    failed to store its vector."""
+    rows = result.fetchall()
+    return rows[0] if rows else None
 
 
 class Database:
@@ -90,7 +99,7 @@ class Database:
     def _migrate(self) -> None:
         with self.lock:
             self.con.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
-            row = self.con.execute("SELECT value FROM meta WHERE key = 'db_version'").fetchone()
+            row = first_row(self.con.execute("SELECT value FROM meta WHERE key = 'db_version'"))
             current = int(row[0]) if row else 0
             if current > DB_VERSION:
                 raise StoreError(
@@ -110,7 +119,7 @@ class Database:
 
     def _check(self) -> None:
         try:
-            self.con.execute("SELECT count(*) FROM memories").fetchone()
+            first_row(self.con.execute("SELECT count(*) FROM memories"))
         except duckdb.Error as exc:
             raise CorruptStoreError(f"{self.path} is not an appliance database: {str(exc)[:200]}") from None
 
@@ -135,7 +144,7 @@ class Database:
 
     def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         with self.lock:
-            return self.con.execute(sql, list(params)).fetchone()
+            return first_row(self.con.execute(sql, list(params)))
 
     def checkpoint(self) -> None:
         """Fold the WAL into the database file (a copy of the file alone then holds everything)."""
@@ -177,7 +186,7 @@ class Database:
             r[0] for r in self.fetch("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()")
         ]
         with self.transaction() as con:
-            if con.execute("SELECT count(*) FROM memories").fetchone() != (0,):
+            if first_row(con.execute("SELECT count(*) FROM memories")) != (0,):
                 raise StoreError(
                     "restore needs an empty database", hint="restore into a new --db file, or move this one away"
                 )

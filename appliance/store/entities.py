@@ -15,6 +15,7 @@ moved.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,7 +25,7 @@ import duckdb
 
 from ..domain.records import Entity
 from ..errors import StaleUpdateError, StoreError
-from .database import Database, grown_since_rewrite, now, session_clause
+from .database import Database, first_row, grown_since_rewrite, now, session_clause
 from .rows import ENTITY_SELECT, dumps, entity_from_row, holding_clause
 
 __all__ = ["Values", "merge_values", "EntitiesRepo"]
@@ -84,10 +85,12 @@ class EntitiesRepo:
 
     # --- inside a transaction -------------------------------------------------------------
     def read(self, con: duckdb.DuckDBPyConnection, session: str, etype: str, eid: str) -> Entity | None:
-        row = con.execute(
-            f"SELECT {ENTITY_SELECT} FROM entities e WHERE e.session_id = ? AND e.entity_type = ? AND e.entity_id = ?",
-            [session, etype, eid],
-        ).fetchone()
+        row = first_row(
+            con.execute(
+                f"SELECT {ENTITY_SELECT} FROM entities e WHERE e.session_id = ? AND e.entity_type = ? AND e.entity_id = ?",
+                [session, etype, eid],
+            )
+        )
         return entity_from_row(row) if row else None
 
     def upsert(
@@ -289,7 +292,8 @@ class EntitiesRepo:
     def matching(self, session: str | None, keys: Sequence[str], limit: int = 20) -> list[tuple[Entity, str, float]]:
         """Entities whose id or a value matches one of ``keys`` (names, codes, values said in a
         question): (entity, the key, strength) — 1.0 equal, 0.9 contained, else the Jaro-Winkler
-        similarity of id and key when it is at least 0.9 (a misspelt name)."""
+        similarity of id and key when it is at least 0.9 (a misspelt name). A key with a digit is
+        a code or a number and is never near another: order 10236 is not order 10231."""
         usable = sorted({k.strip() for k in keys if len(k.strip()) >= 2})
         if not usable:
             return []
@@ -301,11 +305,13 @@ class EntitiesRepo:
             "ELSE jaro_winkler_similarity(lower(e.entity_id), lower(q.k)) END AS strength "
             "FROM entities e, (SELECT unnest(?) AS k) q "
             f"WHERE (contains(lower(e.entity_id), lower(q.k)) OR contains(lower(CAST(e.attributes AS VARCHAR)), lower(q.k)) "
-            f"OR jaro_winkler_similarity(lower(e.entity_id), lower(q.k)) >= 0.9){where} "
+            "OR (NOT regexp_matches(q.k, '[0-9]') AND jaro_winkler_similarity(lower(e.entity_id), lower(q.k)) >= 0.9))"
+            f"{where} "
             "ORDER BY strength DESC, e.updated_at DESC LIMIT ?",
             [usable, *params, limit],
         )
-        return [(entity_from_row(r[:8]), r[8], float(r[9])) for r in rows]
+        out = [(entity_from_row(r[:8]), r[8], float(r[9])) for r in rows]
+        return [(e, k, strength) for e, k, strength in out if strength == 1.0 or _holds_code(e, k)]
 
     # --- upkeep ------------------------------------------------------------------------------
     def count(self) -> int:
@@ -324,7 +330,7 @@ class EntitiesRepo:
             con.execute(
                 "CREATE TEMP TABLE entities_clustered AS SELECT * FROM entities ORDER BY session_id, entity_type"
             )
-            n = con.execute("SELECT count(*) FROM entities_clustered").fetchone()
+            n = first_row(con.execute("SELECT count(*) FROM entities_clustered"))
             con.execute("DELETE FROM entities")
             con.execute("INSERT INTO entities SELECT * FROM entities_clustered")
             con.execute("DROP TABLE entities_clustered")
@@ -397,3 +403,16 @@ class EntitiesRepo:
             ent = entity_from_row(r)
             out[(ent.session_id or "", ent.type, ent.id)] = ent
         return out
+
+
+def _holds_code(entity: Entity, key: str) -> bool:
+    """Whether a key with digits stands in the entity's id or a value whole — not inside a longer
+    run of digits — or ends it (keys without digits: always)."""
+    if not any(ch.isdigit() for ch in key):
+        return True
+    whole = re.compile(rf"(?<![0-9]){re.escape(key.lower())}(?![0-9])")
+    for text in (entity.id, *(str(v) for v in entity.attributes.values() if v is not None)):
+        low = text.lower()
+        if low.endswith(key.lower()) or whole.search(low):
+            return True
+    return False

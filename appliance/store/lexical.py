@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import duckdb
 
-from .database import Database, grown_since_rewrite, session_clause
+from .database import Database, first_row, grown_since_rewrite, session_clause
 
 __all__ = ["LexicalRepo", "Unindexed", "K1", "B"]
 
@@ -192,7 +192,7 @@ class LexicalRepo:
                 "INSERT INTO lexical_terms_clustered SELECT memory_id, session_id, term, tf, length "
                 "FROM lexical_terms ORDER BY session_id, term"
             )
-            n = con.execute("SELECT count(*) FROM lexical_terms_clustered").fetchone()
+            n = first_row(con.execute("SELECT count(*) FROM lexical_terms_clustered"))
             con.execute("DROP TABLE lexical_terms")
             con.execute("ALTER TABLE lexical_terms_clustered RENAME TO lexical_terms")
             for ddl in _TERMS_INDEXES:

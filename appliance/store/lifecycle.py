@@ -19,7 +19,7 @@ import duckdb
 
 from ..domain.records import SUMMARY_EVENT
 from ..errors import StoreError
-from .database import Database, session_clause
+from .database import Database, first_row, session_clause
 from .database import now as _now
 from .lexical import LexicalRepo
 from .vectors import VectorsRepo
@@ -169,9 +169,9 @@ class LifecycleRepo:
     def revert_migration(self, migration_id: str) -> int:
         """Put back every row a migration changed, exactly as it was; returns records restored."""
         with self.db.transaction() as con:
-            row = con.execute(
-                "SELECT reverted_at FROM schema_migrations WHERE migration_id = ?", [migration_id]
-            ).fetchone()
+            row = first_row(
+                con.execute("SELECT reverted_at FROM schema_migrations WHERE migration_id = ?", [migration_id])
+            )
             if row is None:
                 raise StoreError(f"no migration {migration_id!r}", hint="see `appliance schema migrations`")
             if row[0] is not None:

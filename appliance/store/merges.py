@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 
-from .database import Database, now, session_clause
+from .database import Database, first_row, now, session_clause
 from .entities import EntitiesRepo, Values
 
 __all__ = ["MergesRepo"]
@@ -85,11 +85,13 @@ class MergesRepo:
 
         The record's values move to ``new_id``; ``old_id`` disappears when no other memory
         cites it. Returns False when the record is not about ``old_id``."""
-        row = con.execute(
-            "SELECT session_id, state, attributes, note, ts FROM memories "
-            "WHERE memory_id = ? AND entity_type = ? AND entity_id = ?",
-            [memory_id, etype, old_id],
-        ).fetchone()
+        row = first_row(
+            con.execute(
+                "SELECT session_id, state, attributes, note, ts FROM memories "
+                "WHERE memory_id = ? AND entity_type = ? AND entity_id = ?",
+                [memory_id, etype, old_id],
+            )
+        )
         if row is None:
             return False
         session, state, attrs, note, ts = row
@@ -97,10 +99,12 @@ class MergesRepo:
         note = ((note or "") + f" | corrected {etype} {old_id} → {new_id} by {by_memory[:8]}").strip(" |")
         con.execute("UPDATE memories SET note = ? WHERE memory_id = ?", [note, memory_id])
         self.entities.upsert(con, session, etype, new_id, Values(state, json.loads(attrs or "{}"), ts), by_memory)
-        still_cited = con.execute(
-            "SELECT count(*) FROM memory_entities WHERE session_id = ? AND entity_type = ? AND entity_id = ?",
-            [session, etype, old_id],
-        ).fetchone()
+        still_cited = first_row(
+            con.execute(
+                "SELECT count(*) FROM memory_entities WHERE session_id = ? AND entity_type = ? AND entity_id = ?",
+                [session, etype, old_id],
+            )
+        )
         if not still_cited or not still_cited[0]:
             self.entities.delete(con, session, etype, old_id)
         self._log(con, session, etype, old_id, new_id, rule, by_memory)

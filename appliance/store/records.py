@@ -17,7 +17,7 @@ import duckdb
 
 from ..domain.records import MemoryRecord, Relationship
 from ..errors import StoreError
-from .database import Database, now, session_clause
+from .database import Database, first_row, now, session_clause
 from .rows import (
     MEMORY_COLUMNS,
     MEMORY_SELECT,
@@ -310,7 +310,7 @@ class RecordsRepo:
                 )
             except duckdb.Error as exc:
                 raise StoreError(f"cannot write {path}: {str(exc).splitlines()[0][:200]}") from None
-            row = self.db.con.execute("SELECT count(*) FROM memories").fetchone()
+            row = first_row(self.db.con.execute("SELECT count(*) FROM memories"))
         return int(row[0]) if row else 0
 
     def read_parquet_rows(self, path: Path) -> list[dict[str, Any]]:

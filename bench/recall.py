@@ -137,6 +137,24 @@ def metrics(outcomes: list[Outcome], hit: Any) -> dict[str, float]:
     return out
 
 
+def ask(
+    app: Any,
+    q: Question,
+    turn_of: dict[str, str],
+    baselines: tuple[BM25, Dense],
+    outs: tuple[list[Outcome], list[Outcome], list[Outcome]],
+) -> None:
+    """One question to the appliance and to both baselines over the raw turns, each timed."""
+    t = time.perf_counter()
+    res = app.recall(q.text, session_id=q.session, now=q.at)
+    secs = time.perf_counter() - t
+    ranked = [turn_of.get(m.memory.memory_id, "?") for m in res.memories]
+    outs[0].append(Outcome(q, ranked, bool(res.not_found), secs))
+    for system, out in zip(baselines, outs[1:]):
+        t = time.perf_counter()
+        out.append(Outcome(q, system.rank(q.text), False, time.perf_counter() - t))
+
+
 # --- conversational set -------------------------------------------------------------------------------
 def run_conv(
     app_factory: Any, embedder: Any, keep: Path | None = None
@@ -178,15 +196,7 @@ def run_conv(
                 set(q["evidence"]),
                 user,
             )
-            t = time.perf_counter()
-            res = app.recall(q["question"], session_id=user, now=question.at)
-            secs = time.perf_counter() - t
-            ranked = [turn_of.get(m.memory.memory_id, "?") for m in res.memories]
-            app_out.append(Outcome(question, ranked, bool(res.not_found), secs))
-            t = time.perf_counter()
-            bm_out.append(Outcome(question, bm25.rank(q["question"]), False, time.perf_counter() - t))
-            t = time.perf_counter()
-            dense_out.append(Outcome(question, dense.rank(q["question"]), False, time.perf_counter() - t))
+            ask(app, question, turn_of, (bm25, dense), (app_out, bm_out, dense_out))
         app.close()
     return app_out, bm_out, dense_out
 
@@ -275,15 +285,7 @@ def run_own(app_factory: Any, embedder: Any) -> tuple[list[Outcome], list[Outcom
         now = OWN_AT + timedelta(days=1)
         for n, q in enumerate(own_questions(app.schema, cases)):
             question = Question(f"{name}:{n}", q["question"], q["type"], now, {f"m{i}" for i in q["evidence"]}, name)
-            t = time.perf_counter()
-            res = app.recall(q["question"], session_id=name, now=now)
-            secs = time.perf_counter() - t
-            ranked = [turn_of.get(m.memory.memory_id, "?") for m in res.memories]
-            app_out.append(Outcome(question, ranked, bool(res.not_found), secs))
-            t = time.perf_counter()
-            bm_out.append(Outcome(question, bm25.rank(q["question"]), False, time.perf_counter() - t))
-            t = time.perf_counter()
-            dense_out.append(Outcome(question, dense.rank(q["question"]), False, time.perf_counter() - t))
+            ask(app, question, turn_of, (bm25, dense), (app_out, bm_out, dense_out))
         app.close()
     return app_out, bm_out, dense_out
 

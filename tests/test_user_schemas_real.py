@@ -90,11 +90,14 @@ CHINESE = {
 }
 
 
-def _appliance(schema_data: dict, home: Path, engine) -> Appliance:  # type: ignore[no-untyped-def]
+def _settings(home: Path):  # type: ignore[no-untyped-def]
     from appliance.config import Settings
 
-    settings = Settings.from_env({"APPLIANCE_HOME": str(home), "APPLIANCE_GRAMMARS": str(home / "g")})
-    return Appliance(schema=parse_schema(schema_data), db=home / "m.duckdb", model=engine, settings=settings)
+    return Settings.from_env({"APPLIANCE_HOME": str(home), "APPLIANCE_GRAMMARS": str(home / "g")})
+
+
+def _appliance(schema_data: dict, home: Path, engine) -> Appliance:  # type: ignore[no-untyped-def]
+    return Appliance(schema=parse_schema(schema_data), db=home / "m.duckdb", model=engine, settings=_settings(home))
 
 
 def _grounded(rec) -> None:  # type: ignore[no-untyped-def]
@@ -204,3 +207,42 @@ def test_a_bare_agreement_is_flagged_where_it_may_answer_a_yes_no_question(
     dining.record("Book a table at Cafe Jolie at 7:30 pm", session_id="d9", now=NOW)
     fine = dining.record("Yes, that's fine.", session_id="d9", now=NOW + timedelta(minutes=1))
     assert "agreement" not in fine.note
+
+
+def test_corrections_teach_their_near_paraphrases_and_pull_nothing_else(_shared_real_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Records a person corrected teach the imported schema: after three corrected searches
+    ("Any ramen restaurants in Oakland?"), a message phrased like them is a search too (zero-shot
+    SmolLM2 books a table for it); five corrected bookings in another database do not pull
+    searches that are nothing like them into bookings (a raw similarity did: "Show me vegan
+    spots in San Mateo" became a reservation)."""
+    from appliance.domain.importers import from_sgd
+
+    schema = from_sgd(SGD_STYLE[0])
+    taught = {
+        "searches": [
+            "Any ramen restaurants in Oakland?",
+            "Any pizza places in San Jose?",
+            "Any Mexican restaurants in Fremont?",
+        ],
+        "bookings": [
+            "I'd like Nopa at 7 pm",
+            "Put me down at Rich Table, 7:15 pm",
+            "Get us a table at State Bird for 4",
+            "Reserve Delfina at noon",
+            "Lock in Kokkari for tonight at 9",
+        ],
+    }
+    events = {"searches": "FindRestaurants", "bookings": "ReserveTable"}
+    for kind, texts in taught.items():
+        home = tmp_path / kind
+        home.mkdir()
+        app = Appliance(schema=schema, db=home / "m.duckdb", model=_shared_real_engine, settings=_settings(home))
+        for i, text in enumerate(texts):
+            app.teach(text, {"event_type": events[kind]}, session_id=f"teach{i}", now=NOW)
+        if kind == "searches":
+            rec = app.record("Any ramen restaurants in Fremont?", session_id="new", now=NOW)
+            assert rec.event_type == "FindRestaurants"
+        else:
+            for i, text in enumerate(["Show me vegan spots in San Mateo", "Find me a Thai place in Oakland."]):
+                assert app.record(text, session_id=f"new{i}", now=NOW).event_type == "FindRestaurants", text
+        app.close()

@@ -228,21 +228,23 @@ def own_questions(schema: Any, cases: list[tuple[str, str, str | None, dict[str,
       "What happened with order 10236?" must be answered "not found"."""
     from appliance.lang import has_cjk
 
-    def noun(etype: str, cjk: bool) -> str:
-        ent = schema.entity(etype)
-        zh = next((a for a in ent.aliases if has_cjk(a)), None)
-        return zh if cjk and zh else re.sub(r"(?<!^)(?=[A-Z])", " ", etype).lower()
-
     texts = [c[0] for c in cases]
+
+    def about(etype: str, key: str, told_in: int) -> str:
+        """The question about ``key``, in the language of the message ``told_in``."""
+        if has_cjk(texts[told_in]):
+            zh = next((a for a in schema.entity(etype).aliases if has_cjk(a)), None)
+            if zh:
+                return f"{zh}{key}怎么样了？"
+        return f"What happened with {re.sub(r'(?<!^)(?=[A-Z])', ' ', etype).lower()} {key}?"
+
     out: list[dict[str, Any]] = []
     ids: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, (_, etype, key, _) in enumerate(cases):
         if key:
             ids[(etype, key)].append(i)
     for (etype, key), where in ids.items():
-        cjk = has_cjk(texts[where[0]])
-        q = f"{noun(etype, True)}{key}怎么样了？" if cjk else f"What happened with {noun(etype, False)} {key}?"
-        out.append({"type": "key", "question": q, "evidence": where})
+        out.append({"type": "key", "question": about(etype, key, where[0]), "evidence": where})
     values: dict[str, list[int]] = {}
     for _, etype, _, attrs in cases:
         ent = schema.entity(etype)
@@ -262,9 +264,7 @@ def own_questions(schema: Any, cases: list[tuple[str, str, str | None, dict[str,
         other = key[:j] + str((int(key[j]) + 5) % 10) + key[j + 1 :]
         if any(other in t for t in texts):
             continue
-        cjk = has_cjk(texts[ids[(etype, key)][0]])
-        q = f"{noun(etype, True)}{other}怎么样了？" if cjk else f"What happened with {noun(etype, False)} {other}?"
-        out.append({"type": "not_stored", "question": q, "evidence": []})
+        out.append({"type": "not_stored", "question": about(etype, other, ids[(etype, key)][0]), "evidence": []})
     return out
 
 

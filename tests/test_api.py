@@ -304,6 +304,12 @@ def test_a_date_told_with_the_thing_answers_a_bare_when(settings) -> None:  # ty
     app.close()
 
 
+def _chat(settings, db: str, turns: list[str], t0: Any, step: Any) -> tuple[Appliance, list[Any]]:  # type: ignore[no-untyped-def]
+    """A fake-model appliance without an encoder holding ``turns`` in session "s", ``step`` apart."""
+    app = Appliance(db=settings.home / db, model=FakeEngine(), settings=settings, embedder=None)
+    return app, [app.record(t, "s", now=t0 + i * step) for i, t in enumerate(turns)]
+
+
 def _fake_app(settings, schema: Any, db: str) -> Appliance:  # type: ignore[no-untyped-def]
     """An appliance on ``schema`` with the fake model and encoder (the logic under test is not theirs)."""
     from appliance.testing import FakeEmbedder
@@ -346,7 +352,6 @@ def test_a_when_question_ranks_the_memories_telling_a_time_first(settings) -> No
     from datetime import UTC, datetime, timedelta
 
     t0 = datetime(2026, 3, 9, 18, 0, tzinfo=UTC)
-    app = Appliance(db=settings.home / "w.duckdb", model=FakeEngine(), settings=settings, embedder=None)
     turns = [
         "Nora: Guess what, we adopted a dog last weekend!",
         "Ben: WHAT. Tell me everything.",
@@ -357,7 +362,7 @@ def test_a_when_question_ranks_the_memories_telling_a_time_first(settings) -> No
         "Ben: I'll buy a mug at the craft fair.",
         "Nora: Oh and the craft fair got moved to April 25 because of the snow.",
     ]
-    recs = [app.record(t, "s", now=t0 + timedelta(minutes=i)) for i, t in enumerate(turns)]
+    app, recs = _chat(settings, "w.duckdb", turns, t0, timedelta(minutes=1))
     res = app.recall("When did Nora adopt Pepper?", "s", now=t0 + timedelta(days=3))
     assert res.memories[0].memory.memory_id == recs[0].memory_id
     assert "shape" in res.memories[0].paths
@@ -412,7 +417,6 @@ def test_a_name_in_every_other_turn_does_not_outrank_the_turn_that_answers(setti
     small talk, which holds her name and nothing else the question asks."""
     from datetime import UTC, datetime, timedelta
 
-    app = Appliance(db=settings.home / "n.duckdb", model=FakeEngine(), settings=settings, embedder=None)
     t0 = datetime(2026, 3, 7, 18, 0, tzinfo=UTC)
     turns = ["Nora: I'm still teaching art at Westridge High here in Denver."]
     turns += [
@@ -421,7 +425,7 @@ def test_a_name_in_every_other_turn_does_not_outrank_the_turn_that_answers(setti
             ["Ha, nice.", "Nora, what about you?", "Ok!", "Haha true.", "Nora, see you!", "Sure.", "Bye Nora!", "Bye!"]
         )
     ]
-    recs = [app.record(t, "s", now=t0 + timedelta(hours=2 * i)) for i, t in enumerate(turns)]
+    app, recs = _chat(settings, "n.duckdb", turns, t0, timedelta(hours=2))
     res = app.recall("Where does Nora teach?", "s", now=t0 + timedelta(days=30))
     assert res.memories[0].memory.memory_id == recs[0].memory_id
     app.close()
@@ -549,7 +553,6 @@ def test_a_best_hit_followed_by_the_other_speakers_turn_brings_the_one_after(set
     from datetime import UTC, datetime, timedelta
 
     t0 = datetime(2026, 3, 7, 18, 0, tzinfo=UTC)
-    app = Appliance(db=settings.home / "ask.duckdb", model=FakeEngine(), settings=settings, embedder=None)
     turns = [
         "Ben: I moved here in January for the new job.",
         "Nora: What are you doing there again?",
@@ -561,7 +564,7 @@ def test_a_best_hit_followed_by_the_other_speakers_turn_brings_the_one_after(set
         "Nora: She's a three-year-old greyhound called Pepper.",
         "Nora: We got her from a rescue in Boulder.",
     ]
-    recs = [app.record(t, "s", now=t0 + i * timedelta(minutes=1)) for i, t in enumerate(turns)]
+    app, recs = _chat(settings, "ask.duckdb", turns, t0, timedelta(minutes=1))
     ids = [r.memory_id for r in recs]
     assert app.recaller._follows([(ids[0], turns[0])]) == [ids[1], ids[2]]
     assert app.recaller._follows([(ids[2], turns[2])]) == [ids[3]]  # Nora asks, Nora goes on

@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -145,27 +146,14 @@ class RecallService:
             relevance = {f.memory_id: i for i, f in enumerate(fuse({k: channels[k] for k in _TEXT if k in channels}))}
             own = list(dict.fromkeys(m.memory_id for e in named for m in per.get((e.type, e.id), [])))
             channels["entity"] = sorted(own, key=lambda m: relevance.get(m, len(relevance)))
-        typed = _typed_kinds(schema, facts.attributes) if not facts.residual else frozenset()
-        if typed:
-            # the question asks for an attribute that takes a typed value (a number, a date, a
-            # time) and for nothing else ("What gift did I buy for his birthday?" asks for a
-            # gift): among the candidates so far, the memories stating a value of that shape
+        if (shaped := _shape_test(schema, facts)) is not None:
+            # among the candidates so far, the memories stating what the question asks for, newest
+            # first
             pool = [f.memory_id for f in fuse({k: v for k, v in channels.items() if v}, self.weights)[:CHANNEL_DEPTH]]
             channels["shape"] = [
                 r.memory_id
                 for r in sorted(self.store.records.by_ids(pool), key=lambda r: r.timestamp, reverse=True)
-                if any(sp.kind in typed for sp in find_spans(schema.language, r.source_text, r.timestamp))
-            ]
-        elif facts.when and facts.range is None:
-            # "When did Nora adopt Pepper?": among the candidates so far, the memories that tell a
-            # time ("we adopted a dog last weekend") and say one of the question's own words, the
-            # newest first ("the craft fair got moved to April 25" after "is on April 18")
-            pool = [f.memory_id for f in fuse({k: v for k, v in channels.items() if v}, self.weights)[:CHANNEL_DEPTH]]
-            readings = [set(_terms(x)) for w in facts.residual for x in w.split("|")]
-            channels["shape"] = [
-                r.memory_id
-                for r in sorted(self.store.records.by_ids(pool), key=lambda r: r.timestamp, reverse=True)
-                if (not readings or _says_any(r.source_text, readings)) and _tells_time(schema.language, r)
+                if shaped(r)
             ]
         fused = fuse({k: v for k, v in channels.items() if v}, self.weights)
         texts: dict[str, str] = {}  # memory id → text, read once for the reply and follow channels
@@ -366,6 +354,24 @@ class RecallService:
     def _held(self, scope: str | None, text: str) -> bool:
         """Whether one memory holds every term of ``text``."""
         return self.store.lexical.held(scope, index_terms(text))
+
+
+def _shape_test(schema: MemorySchema, facts: QuestionFacts) -> Callable[[MemoryRecord], bool] | None:
+    """What a memory must state to answer the question by its shape, when the shape says it:
+
+    * an attribute that takes a typed value (a number, a date, a time), asked for and nothing
+      else ("What gift did I buy for his birthday?" asks for a gift): a value of that shape;
+    * "when", with no date in the question ("When did Nora adopt Pepper?"): a day, a period or a
+      time ("we adopted a dog last weekend"), beside one of the question's own words — the newest
+      such memory first ("the craft fair got moved to April 25" after "is on April 18")."""
+    lang = schema.language
+    typed = _typed_kinds(schema, facts.attributes) if not facts.residual else frozenset()
+    if typed:
+        return lambda r: any(sp.kind in typed for sp in find_spans(lang, r.source_text, r.timestamp))
+    if facts.when and facts.range is None:
+        readings = [set(_terms(x)) for w in facts.residual for x in w.split("|")]
+        return lambda r: (not readings or _says_any(r.source_text, readings)) and _tells_time(lang, r)
+    return None
 
 
 def _says_any(text: str, readings: list[set[str]]) -> bool:

@@ -502,7 +502,8 @@ class Appliance:
         if status not in ("ok", "needs_review", "reviewed"):
             raise QueryError(f"status must be ok, needs_review or reviewed, not {str(status)[:40]!r}")
         if changes.get("entity_type", rec.entity_type) != rec.entity_type:
-            merged["attributes"] = {}  # another entity type: the old values are not its attributes
+            merged["attributes"] = {}  # another entity type: the old values and state are not its own
+            merged["state"] = None
         merged.update({k: v for k, v in changes.items() if k not in ("status", "attributes")})
         merged["attributes"] = {**merged["attributes"], **changes.get("attributes", {})}
         attrs = check_fields(sch, merged)
@@ -526,9 +527,15 @@ class Appliance:
         self, text: Any, fields: dict[str, Any], session_id: str = "default", now: datetime | None = None
     ) -> MemoryRecord:
         """Record ``text`` and correct the result to ``fields`` at once: the reviewed record
-        becomes an example later extractions learn from."""
+        becomes an example later extractions learn from. ``fields["attributes"]``, when given,
+        are all the record's values: one the extractor filled and ``fields`` leaves out is
+        cleared, or the example would teach the mistake it corrects."""
         rec = self.record(text, session_id=session_id, now=now)
-        return self.edit_record(rec.memory_id, {**fields, "status": "reviewed"})
+        changes = {**fields, "status": "reviewed"}
+        same_entity = fields.get("entity_type", rec.entity_type) == rec.entity_type  # else edit clears them
+        if isinstance(fields.get("attributes"), dict) and same_entity:
+            changes["attributes"] = {**dict.fromkeys(rec.attributes), **fields["attributes"]}
+        return self.edit_record(rec.memory_id, changes)
 
     def delete_record(self, memory_id: str) -> bool:
         return self.store.delete_record(clean_memory_id(memory_id))

@@ -601,3 +601,17 @@ def test_concurrent_first_recalls_rebuild_the_index_once(settings) -> None:  # t
         t.join()
     assert sorted(app.store.db.fetch("SELECT memory_id, term, tf FROM lexical_terms")) == as_recorded
     app.close()
+
+
+def test_teach_stores_exactly_the_values_given(app: Appliance) -> None:
+    """A taught record's attributes are the ones given: what the extractor filled besides is
+    cleared (an example must not teach the mistake it corrects), and teaching another entity
+    type than the one extracted works."""
+    rec = app.record("order 4567 is late, I paid 299元", "s")
+    assert rec.entity_type == "Order" and rec.attributes.get("amount") is not None
+    taught = app.teach("order 4567 is late, I paid 299元", {"attributes": {"payment_status": "paid"}}, "s")
+    assert {k: v for k, v in taught.attributes.items() if v is not None} == {"payment_status": "paid"}
+    ticket = {"event_type": "complaint_registered", "entity_type": "ServiceTicket", "attributes": {"order_id": "4567"}}
+    other = app.teach("order 4567 is late, I paid 299元", ticket, "s")
+    assert other.entity_type == "ServiceTicket" and other.attributes.get("order_id") == "4567"
+    assert other.status == "reviewed"

@@ -552,3 +552,34 @@ def test_without_the_encoder_the_scorer_uses_its_networks_fitted_without_similar
     del data["plain"]  # an older file: the same networks either way
     path.write_text(json.dumps(data))
     assert Scorer(path).score(np.zeros((1, n)), plain=True).tolist() == [1.0]
+
+
+def test_corrected_values_teach_the_word_they_stand_after() -> None:
+    """A corrected example's value teaches the word before it (past "the", "my"), or a role
+    word of the pack just before that, for its attribute — in CJK text the character before
+    it — and a cue seen once counts for a quarter; the start of a message teaches nothing."""
+    from types import SimpleNamespace
+
+    from appliance.extract.examples import ExampleBank, taught_cue
+
+    lang = CS.language
+    assert taught_cue(lang, "send it to the savings account", 15) == "to"
+    assert taught_cue(lang, "I leave on the 5th", 15) == "leave"  # the role word, not "on"
+    assert taught_cue(lang, "maybe on the 5th", 13) == "on"
+    assert taught_cue(lang, "从北京到上海", 1) == "从"
+    assert taught_cue(lang, "Boston is where I start", 0) == ""
+    event = CS.event_names[0]
+    examples = [
+        SimpleNamespace(event_type=event, source_text=text, attributes=attrs, spans={})
+        for text, attrs in [
+            ("I'm leaving from Boston", {"origin": "Boston"}),
+            ("Trains from Denver please", {"origin": "Denver"}),
+            ("I want to go to Chicago", {"destination": "Chicago"}),
+            ("Chicago it is", {"destination": "Chicago"}),
+        ]
+    ]
+    bank = ExampleBank.build(CS, examples, embedder=None)  # type: ignore[arg-type]
+    assert bank.cue_share("origin", "from") == 2 / 5
+    assert bank.cue_share("destination", "to") == 1 / 4
+    assert bank.cue_share("destination", "from") == 0.0
+    assert bank.cue_share("origin", "") == 0.0 and bank.cue_share("origin", "via") == 0.0

@@ -218,27 +218,28 @@ def test_corrections_teach_their_near_paraphrases_and_pull_nothing_else(_shared_
     from appliance.domain.importers import from_sgd
 
     schema = from_sgd(SGD_STYLE[0])
+    # each corrected record as a person fixes it: the event and the values the text states
     taught = {
         "searches": [
-            "Any ramen restaurants in Oakland?",
-            "Any pizza places in San Jose?",
-            "Any Mexican restaurants in Fremont?",
+            ("Any ramen restaurants in Oakland?", {"cuisine": "ramen", "city": "Oakland"}),
+            ("Any pizza places in San Jose?", {"cuisine": "pizza", "city": "San Jose"}),
+            ("Any Mexican restaurants in Fremont?", {"cuisine": "Mexican", "city": "Fremont"}),
         ],
         "bookings": [
-            "I'd like Nopa at 7 pm",
-            "Put me down at Rich Table, 7:15 pm",
-            "Get us a table at State Bird for 4",
-            "Reserve Delfina at noon",
-            "Lock in Kokkari for tonight at 9",
+            ("I'd like Nopa at 7 pm", {"restaurant_name": "Nopa", "time": "19:00"}),
+            ("Put me down at Rich Table, 7:15 pm", {"restaurant_name": "Rich Table", "time": "19:15"}),
+            ("Get us a table at State Bird for 4", {"restaurant_name": "State Bird", "party_size": 4}),
+            ("Reserve Delfina at noon", {"restaurant_name": "Delfina", "time": "12:00"}),
+            ("Lock in Kokkari for tonight at 9", {"restaurant_name": "Kokkari", "time": "21:00"}),
         ],
     }
     events = {"searches": "FindRestaurants", "bookings": "ReserveTable"}
-    for kind, texts in taught.items():
+    for kind, examples in taught.items():
         home = tmp_path / kind
         home.mkdir()
         app = Appliance(schema=schema, db=home / "m.duckdb", model=_shared_real_engine, settings=_settings(home))
-        for i, text in enumerate(texts):
-            app.teach(text, {"event_type": events[kind]}, session_id=f"teach{i}", now=NOW)
+        for i, (text, values) in enumerate(examples):
+            app.teach(text, {"event_type": events[kind], "attributes": values}, session_id=f"teach{i}", now=NOW)
         if kind == "searches":
             rec = app.record("Any ramen restaurants in Fremont?", session_id="new", now=NOW)
             assert rec.event_type == "FindRestaurants"
@@ -246,3 +247,49 @@ def test_corrections_teach_their_near_paraphrases_and_pull_nothing_else(_shared_
             for i, text in enumerate(["Show me vegan spots in San Mateo", "Find me a Thai place in Oakland."]):
                 assert app.record(text, session_id=f"new{i}", now=NOW).event_type == "FindRestaurants", text
         app.close()
+
+
+TRAINS = {
+    "service_name": "Trains_9",
+    "description": "Find train journeys",
+    "slots": [
+        {"name": "from_station", "description": "Name of the station the train leaves from", "is_categorical": False},
+        {"name": "from_city", "description": "City the journey starts in", "is_categorical": False},
+        {"name": "to_city", "description": "City the journey ends in", "is_categorical": False},
+        {"name": "to_station", "description": "Name of the station the train arrives at", "is_categorical": False},
+    ],
+    "intents": [
+        {
+            "name": "FindTrains",
+            "description": "Search for trains between two cities",
+            "is_transactional": False,
+            "required_slots": ["from_city", "to_city"],
+            "optional_slots": {},
+            "result_slots": [],
+        }
+    ],
+}
+
+
+def test_corrected_values_teach_which_attribute_follows_a_word(_shared_real_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Three corrected turns show that this schema's "from X" is the city a journey starts in,
+    not the station (the descriptions leave it open): a new "from Phoenix" fills the city. A taught
+    record holds exactly the values it was given — a value the extractor put elsewhere is cleared,
+    or the example would teach the mistake it corrects."""
+    from appliance.domain.importers import from_sgd
+
+    app = Appliance(
+        schema=from_sgd(TRAINS), db=tmp_path / "m.duckdb", model=_shared_real_engine, settings=_settings(tmp_path)
+    )
+    corrected = [
+        ("Trains from Denver to Reno please", {"from_city": "Denver", "to_city": "Reno"}),  # SmolLM2: to_station
+        ("I'm leaving from Boston tomorrow", {"from_city": "Boston"}),
+        ("Any trains from Austin?", {"from_city": "Austin"}),
+    ]
+    for i, (text, values) in enumerate(corrected):
+        taught = app.teach(text, {"event_type": "FindTrains", "attributes": values}, session_id=f"t{i}", now=NOW)
+        assert {k: v for k, v in taught.attributes.items() if v is not None} == values
+    rec = app.record("Find me a train from Phoenix to Tucson", session_id="new", now=NOW)
+    assert rec.attributes.get("from_city") == "Phoenix" and rec.attributes.get("from_station") is None
+    assert rec.attributes.get("to_city") == "Tucson"
+    app.close()

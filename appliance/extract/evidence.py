@@ -44,7 +44,7 @@ from ..domain.schema import Attribute, EntityType, MemorySchema
 from ..lang import Language, has_cjk
 from ..lang.segment import search_terms
 from ..model.embed import Embedder
-from .examples import ExampleBank
+from .examples import ExampleBank, taught_cue
 from .spans import Span, cue_before
 
 __all__ = [
@@ -104,6 +104,7 @@ SCORER_FILE = Path(__file__).with_name("scorer.json")
 TAUGHT_CONTEXT = 6.0
 TAUGHT_FLOOR = 0.5
 TAUGHT_VALUE = 1.0
+TAUGHT_CUE = 6.0  # times a cue's share (examples.cue_share)
 
 
 class Scorer:
@@ -431,10 +432,14 @@ class SchemaEvidence:
             for c, sc in zip(flat, scores):
                 c.score = float(sc)
         if bank is not None and score:
+            cue_at: dict[int, str] = {}
             for name, cs in out.items():
                 for c in cs:
                     sim, same = bank.attribute_evidence(name, vecs.get(c.context), c.value)
                     c.score += TAUGHT_CONTEXT * max(0.0, sim - TAUGHT_FLOOR) + TAUGHT_VALUE * same
+                    if c.start not in cue_at:
+                        cue_at[c.start] = taught_cue(self.lang, text, c.start)
+                    c.score += TAUGHT_CUE * bank.cue_share(name, cue_at[c.start])
         for cs in out.values():
             cs.sort(key=lambda c: -c.score)
         return out

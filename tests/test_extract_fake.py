@@ -583,3 +583,58 @@ def test_corrected_values_teach_the_word_they_stand_after() -> None:
     assert bank.cue_share("destination", "to") == 1 / 4
     assert bank.cue_share("destination", "from") == 0.0
     assert bank.cue_share("origin", "") == 0.0 and bank.cue_share("origin", "via") == 0.0
+
+
+def test_a_taught_cue_moves_named_values_not_guessed_ones() -> None:
+    """A word learned before an enum's values ("with *Spanish* subtitles") raises a later
+    value named after it, not a span the encoder merely likens to a value ("with *Osmond*" as
+    Mandarin): the cue says which attribute the words fill, never which value a name is."""
+    from types import SimpleNamespace
+
+    from appliance.domain.importers import from_sgd
+    from appliance.domain.loading import parse_schema
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.examples import ExampleBank
+    from appliance.extract.spans import find_spans
+    from appliance.testing import FakeEmbedder
+
+    films = {
+        "service_name": "Films_9",
+        "description": "Find movies to watch",
+        "slots": [
+            {"name": "actors", "description": "Actors in the movie", "is_categorical": False},
+            {
+                "name": "subtitle_language",
+                "description": "Language of the subtitles",
+                "is_categorical": True,
+                "possible_values": ["English", "Spanish", "Mandarin"],
+            },
+        ],
+        "intents": [
+            {"name": "FindMovies", "description": "Search for movies", "is_transactional": False}
+            | {"required_slots": [], "optional_slots": {}, "result_slots": []}
+        ],
+    }
+    schema = parse_schema(from_sgd(films))
+    ent = schema.entities[0]
+    evidence = SchemaEvidence(schema, FakeEmbedder())
+    examples = [
+        SimpleNamespace(event_type="FindMovies", source_text=f"with {lang} subtitles", attributes=values, spans={})
+        for lang, values in [(v, {"subtitle_language": v}) for v in ("Spanish", "English", "Mandarin")]
+    ]
+    bank = ExampleBank.build(schema, examples, embedder=None)  # type: ignore[arg-type]
+
+    def scores(text: str, taught: ExampleBank | None) -> dict[tuple[str, str], tuple[float, dict[str, float]]]:
+        cands = evidence.candidates(ent.name, text, find_spans(schema.language, text, NOW), bank=taught)
+        return {(a, c.surface): (c.score, c.features) for a, cs in cands.items() for c in cs}
+
+    for text in ["with Osmond", "a movie with Spanish subtitles"]:
+        before, after = scores(text, None), scores(text, bank)
+        for (attr, surface), (score, features) in after.items():
+            gain = score - before[(attr, surface)][0]
+            if attr == "subtitle_language" and "enum_exact" in features:
+                assert gain == 6.0 * 3 / 6, (text, surface)  # three agreeing examples: half the weight
+            else:
+                assert gain == 0.0, (text, attr, surface, features)
+    guessed = [f for (a, _), (_, f) in scores("with Osmond", bank).items() if a == "subtitle_language"]
+    assert any("enum_sim" in f for f in guessed)  # the encoder did liken the name to a language

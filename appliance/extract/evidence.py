@@ -437,6 +437,11 @@ class SchemaEvidence:
                 for c in cs:
                     sim, same = bank.attribute_evidence(name, vecs.get(c.context), c.value)
                     c.score += TAUGHT_CONTEXT * max(0.0, sim - TAUGHT_FLOOR) + TAUGHT_VALUE * same
+                    if "enum_sim" in c.features:
+                        # a span the encoder only likens to a value: the word before it says which
+                        # attribute words fill, not that a name is a language (sgd-dev Media_2:
+                        # "with *Coral Browne*" as Mandarin subtitles, 16 such values → 6)
+                        continue
                     if c.start not in cue_at:
                         cue_at[c.start] = taught_cue(self.lang, text, c.start)
                     c.score += TAUGHT_CUE * bank.cue_share(name, cue_at[c.start])

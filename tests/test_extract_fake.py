@@ -560,7 +560,8 @@ def test_corrected_values_teach_the_word_they_stand_after() -> None:
     it — and a cue seen once counts for a quarter; the start of a message teaches nothing."""
     from types import SimpleNamespace
 
-    from appliance.extract.examples import ExampleBank, taught_cue
+    from appliance.extract.examples import ExampleBank
+    from appliance.extract.spans import taught_cue
 
     lang = CS.language
     assert taught_cue(lang, "send it to the savings account", 15) == "to"

@@ -44,8 +44,8 @@ from ..domain.schema import Attribute, EntityType, MemorySchema
 from ..lang import Language, has_cjk
 from ..lang.segment import search_terms
 from ..model.embed import Embedder
-from .examples import ExampleBank, taught_cue
-from .spans import Span, cue_before
+from .examples import ExampleBank
+from .spans import Span, cue_before, taught_cue
 
 __all__ = [
     "Candidate",

@@ -19,7 +19,6 @@ come from the sentence encoder the product ships. Offline and per database, like
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,8 +28,9 @@ import numpy as np
 
 from ..domain.records import MemoryRecord
 from ..domain.schema import MemorySchema
-from ..lang import Language, has_cjk
+from ..lang import has_cjk
 from ..model.embed import Embedder
+from .spans import taught_cue
 
 __all__ = ["ExampleBank", "MAX_EXAMPLES"]
 
@@ -52,29 +52,9 @@ TAUGHT_FLOOR = 0.45
 CUE_PRIOR = 3.0
 
 
-def taught_cue(lang: Language, text: str, start: int) -> str:
-    """The word a value stands after, past the pack's noun openers ("to *the* savings account"
-    → "to"), or a role word of the pack up to three words before it ("return on *the 14th*" →
-    "return": the bare "on" would carry a departure date's lesson to a return date); in CJK
-    text the character before it ("从北京" → "从"); "" at the start."""
-    before = text[max(0, start - 40) : start]
-    if has_cjk(before[-1:]):
-        return before[-1]
-    lx = lang.lex
-    openers = {w.lower() for w in lx.noun_openers}
-    roles = {w.lower() for w in (*lx.origin_cues, *lx.destination_cues, *lx.agent_cues)}
-    words = re.findall(r"[\w'’-]+", before.lower())
-    while len(words) > 1 and words[-1] in openers:
-        words.pop()
-    for i in range(len(words) - 1, max(-1, len(words) - 4), -1):
-        if words[i] in roles or " ".join(words[i - 1 : i + 1]) in roles:
-            return words[i]
-    return words[-1] if words else ""
-
-
-def _context(text: str, surface: str, width: int = 3) -> str:
-    """The surface with a few words before it, as a candidate span's context is built."""
-    pos = text.lower().find(surface.lower())
+def _context(text: str, surface: str, pos: int, width: int = 3) -> str:
+    """The surface (found at ``pos``, -1 when not found) with a few words before it, as a
+    candidate span's context is built."""
     if pos < 0:
         return surface
     before = text[max(0, pos - 40) : pos]
@@ -107,7 +87,7 @@ class ExampleBank:
                 pos = r.source_text.lower().find(surface.lower())
                 if pos >= 0 and (cue := taught_cue(schema.language, r.source_text, pos)):
                     bank.cues.setdefault(cue, Counter())[name] += 1
-                pending.append((name, _context(r.source_text, surface), _norm(value)))
+                pending.append((name, _context(r.source_text, surface, pos), _norm(value)))
         if embedder is None or not usable:
             return bank  # the cues need no encoder
         bank.events = [r.event_type or "" for r in usable]

@@ -108,6 +108,25 @@ def cue_before(lang: Language, text: str, start: int) -> tuple[str, str]:
     return "", ""
 
 
+def taught_cue(lang: Language, text: str, start: int) -> str:
+    """The word a value stands after, past the pack's noun openers ("to *the* savings account"
+    → "to"), or a role word of the pack up to three words before it ("return on *the 14th*" →
+    "return": the bare "on" would carry a departure date's lesson to a return date); in CJK
+    text the character before it ("从北京" → "从"); "" at the start."""
+    before = text[max(0, start - 40) : start]
+    if has_cjk(before[-1:]):
+        return before[-1]
+    openers = {w.lower() for w in lang.lex.noun_openers}
+    roles = _roles(lang)  # a word with a role (origin, destination, agent), not a bare preposition
+    words = re.findall(r"[\w'’-]+", before.lower())
+    while len(words) > 1 and words[-1] in openers:
+        words.pop()
+    for i in range(len(words) - 1, max(-1, len(words) - 4), -1):
+        if roles.get(words[i]) or (i and roles.get(" ".join(words[i - 1 : i + 1]))):
+            return words[i]
+    return words[-1] if words else ""
+
+
 def _window(text: str, start: int, end: int, n: int = 3) -> tuple[str, str]:
     left = re.findall(r"[\w'’-]+|[\u3400-\u9fff]", text[max(0, start - 40) : start])
     right = re.findall(r"[\w'’-]+|[\u3400-\u9fff]", text[end : end + 40])

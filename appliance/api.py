@@ -158,8 +158,12 @@ class Appliance:
             self._parsers[schema.schema_id] = QuestionParser(schema, self.engine, self.grammars)
         return self._parsers[schema.schema_id]
 
-    def schema_for(self, text: str, named: str | None = None) -> tuple[MemorySchema, SchemaChoice | None]:
-        """The schema a caller named, else the loaded one that fits ``text`` (model + lexical choice)."""
+    def schema_for(
+        self, text: str, named: str | None = None, session_id: str | None = None, now: datetime | None = None
+    ) -> tuple[MemorySchema, SchemaChoice | None]:
+        """The schema a caller named, else the loaded one that fits ``text`` (model, lexical and
+        semantic evidence, and the schema of ``session_id``'s previous record in the same
+        conversation: told less than ``CONVERSATION_GAP`` before ``now``)."""
         if named is not None:
             if named not in self.schemas:
                 raise SchemaError(f"schema {named!r} is not loaded", hint=f"loaded: {', '.join(self.schemas)}")
@@ -167,7 +171,11 @@ class Appliance:
         if len(self.schemas) == 1:
             return self.schema, None
         with self._lock:
-            choice = choose_schema(list(self.schemas.values()), self.engine, text)
+            latest, now = None, now or datetime.now(UTC)
+            if session_id is not None:
+                latest = self.store.records.latest_schema(session_id, now - CONVERSATION_GAP, now)
+            previous = next((x.domain for x in self.schemas.values() if x.schema_id == latest), None)
+            choice = choose_schema(list(self.schemas.values()), self.engine, text, previous, self.embedder)
         return self.schemas[choice.domain], choice
 
     def schema_by_id(self, schema_id: str) -> MemorySchema:
@@ -219,7 +227,7 @@ class Appliance:
             if done is not None:
                 return done
         now = now or datetime.now(UTC)
-        sch, routed = self.schema_for(text, schema)
+        sch, routed = self.schema_for(text, schema, session_id, now)
         base = dict(
             memory_id=uuid.uuid4().hex,
             session_id=session_id,

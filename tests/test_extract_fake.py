@@ -639,3 +639,42 @@ def test_a_taught_cue_moves_named_values_not_guessed_ones() -> None:
                 assert gain == 0.0, (text, attr, surface, features)
     guessed = [f for (a, _), (_, f) in scores("with Osmond", bank).items() if a == "subtitle_language"]
     assert any("enum_sim" in f for f in guessed)  # the encoder did liken the name to a language
+
+
+def _service(name: str, description: str, intent: str, intent_description: str) -> dict:
+    return {
+        "service_name": name,
+        "description": description,
+        "slots": [{"name": "when", "description": "Date of the plan", "is_categorical": False}],
+        "intents": [
+            {
+                "name": intent,
+                "description": intent_description,
+                "is_transactional": False,
+                "required_slots": ["when"],
+                "optional_slots": {},
+                "result_slots": [],
+            }
+        ],
+    }
+
+
+def test_routing_keeps_a_conversation_in_its_schema_unless_the_message_says_otherwise() -> None:
+    """A reply that names no schema stays with the conversation's; a message about another
+    schema's events goes there all the same; with one schema loaded there is nothing to choose."""
+    from appliance.domain.importers import from_sgd
+    from appliance.domain.loading import parse_schema
+    from appliance.extract.routing import CONTINUES_WEIGHT, SEMANTIC_WEIGHT, choose_schema, semantic_fit
+    from appliance.testing import FakeEmbedder
+
+    assert CONTINUES_WEIGHT > 0 and SEMANTIC_WEIGHT > 0
+    cars = parse_schema(from_sgd(_service("Cars_1", "Car rental", "GetCars", "Find rental cars in a city")))
+    meals = parse_schema(from_sgd(_service("Meals_1", "Restaurants", "FindPlaces", "Find restaurants for dinner")))
+    both, enc = [cars, meals], FakeEmbedder()
+    assert choose_schema(both, None, "Until the 14th.", previous="Cars_1", embedder=enc).domain == "Cars_1"
+    assert choose_schema(both, None, "Until the 14th.", previous="Meals_1", embedder=enc).domain == "Meals_1"
+    # the hashing encoder sees "dinner" and "restaurants" in the meal event's description only
+    assert list(np.argsort(semantic_fit(both, enc, "Somewhere for dinner"))) == [0, 1]
+    choice = choose_schema(both, None, "Any restaurants open for dinner?", previous="Cars_1", embedder=enc)
+    assert choice.domain == "Meals_1"
+    assert choose_schema([cars], None, "Until the 14th.", previous="Meals_1").probability == 1.0

@@ -314,3 +314,22 @@ def test_a_record_whose_last_step_reads_an_unchanged_entity_stores_its_vector(tm
     assert store.records.by_ids(["m2"])[0].memory_id == "m2"
     assert store.db.fetch(f"SELECT count(*) FROM {store.vectors.table} WHERE memory_id = 'm2'") == [(1,)]
     store.close()
+
+
+def test_the_schema_a_conversation_is_in_is_its_newest_record_within_the_window(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Routing keeps a conversation in the schema of its last record: the newest one between
+    the window's ends (a record told after the message being routed, or long before it, does
+    not count), in that session only."""
+    from datetime import timedelta
+
+    s = MemoryStore(tmp_path / "a.duckdb")
+    hour = timedelta(hours=1)
+    s.add_record(make_record(schema_id="cars", timestamp=NOW - 3 * hour, event_type=None))
+    s.add_record(make_record(schema_id="meals", timestamp=NOW - hour / 2, event_type=None))
+    s.add_record(make_record(schema_id="flights", timestamp=NOW + hour, event_type=None))
+    s.add_record(make_record(schema_id="hotels", session_id="other", timestamp=NOW, event_type=None))
+    assert s.records.latest_schema("s", NOW - hour, NOW) == "meals"
+    assert s.records.latest_schema("s", NOW - 4 * hour, NOW - hour) == "cars"
+    assert s.records.latest_schema("s", NOW - hour / 4, NOW) is None
+    assert s.records.latest_schema("nobody", NOW - hour, NOW) is None
+    s.close()

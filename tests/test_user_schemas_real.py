@@ -293,3 +293,55 @@ def test_corrected_values_teach_which_attribute_follows_a_word(_shared_real_engi
     assert rec.attributes.get("from_city") == "Phoenix" and rec.attributes.get("from_station") is None
     assert rec.attributes.get("to_city") == "Tucson"
     app.close()
+
+
+CARS = {
+    "service_name": "Cars_9",
+    "description": "Rent a car for a few days",
+    "slots": [
+        {"name": "pickup_city", "description": "City where the rental car is picked up", "is_categorical": False},
+        {"name": "pickup_date", "description": "Date the rental starts", "is_categorical": False},
+        {"name": "dropoff_date", "description": "Date the car is returned", "is_categorical": False},
+        {
+            "name": "car_type",
+            "description": "Size of the car",
+            "is_categorical": True,
+            "possible_values": ["Compact", "Standard", "SUV"],
+        },
+    ],
+    "intents": [
+        {
+            "name": "GetCars",
+            "description": "Find rental cars available in a city",
+            "is_transactional": False,
+            "required_slots": ["pickup_city", "pickup_date", "dropoff_date"],
+            "optional_slots": {"car_type": "Standard"},
+            "result_slots": [],
+        }
+    ],
+}
+
+
+def test_a_conversation_stays_with_its_schema_until_it_turns_to_another(_shared_real_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Two imported schemas loaded together: a short answer inside a car rental ("Until the
+    14th.") names neither, and belongs to the rental the conversation is about; a message that
+    turns to food goes to the restaurants, and the next one about the car comes back."""
+    from appliance.domain.importers import from_sgd
+
+    app = Appliance(
+        schema=from_sgd(CARS), db=tmp_path / "m.duckdb", model=_shared_real_engine, settings=_settings(tmp_path)
+    )
+    app.add_schema(from_sgd(SGD_STYLE[0]))
+    said = [
+        ("I need a rental car in Fresno from the 8th", "Cars_9"),
+        ("Until the 14th.", "Cars_9"),
+        ("Also find me an Italian restaurant there", "Dining_9"),
+        ("For four people at 7 pm", "Dining_9"),
+        ("And make the car an SUV", "Cars_9"),
+    ]
+    got = []
+    for i, (text, _) in enumerate(said):
+        rec = app.record(text, session_id="trip", now=NOW + timedelta(minutes=i))
+        got.append(app.schema_by_id(rec.schema_id).domain)
+    assert got == [domain for _, domain in said]
+    app.close()

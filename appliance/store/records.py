@@ -190,6 +190,16 @@ class RecordsRepo:
         )
         return row[0] if row else None
 
+    def latest_schema(self, session: str, since: datetime, until: datetime) -> str | None:
+        """The schema id of the session's newest record told between ``since`` and ``until``
+        (routing keeps a conversation in its domain; a history recorded late has its own times)."""
+        row = self.db.fetch_one(
+            "SELECT m.schema_id FROM memories m WHERE m.session_id = ? AND m.ts BETWEEN ? AND ? "
+            "ORDER BY m.ts DESC, m.recorded_at DESC LIMIT 1",
+            [session, since, until],
+        )
+        return row[0] if row else None
+
     def told(self, session: str, schema_id: str, limit: int = 50) -> frozenset[str]:
         """The attributes the session's latest ``limit`` records under ``schema_id`` hold a value of."""
         rows = self.db.fetch(

@@ -44,7 +44,7 @@ from bench.devset import customer_service, travel_assistant  # noqa: E402
 
 SHARED = ROOT.parent / "shared"
 # (label, uses the model, uses the encoder, uses the session's previous record)
-CONFIGS = ("schema words only", "model + words (before)", "+ encoder", "+ encoder + session (shipped)")
+CONFIGS = ("schema words only", "model + words", "+ encoder", "+ encoder + session (shipped)")
 
 
 def _row(name: str, config: str, n: int, right: int, times: list[float]) -> str:

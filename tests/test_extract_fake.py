@@ -641,11 +641,17 @@ def test_a_taught_cue_moves_named_values_not_guessed_ones() -> None:
     assert any("enum_sim" in f for f in guessed)  # the encoder did liken the name to a language
 
 
-def _service(name: str, description: str, intent: str, intent_description: str) -> dict:
+def _service(name: str, description: str, intent: str, intent_description: str, kinds: tuple = ()) -> dict:
     return {
         "service_name": name,
         "description": description,
-        "slots": [{"name": "when", "description": "Date of the plan", "is_categorical": False}],
+        "slots": [
+            {"name": "when", "description": "Date of the plan", "is_categorical": False},
+            *(
+                [{"name": "kind", "description": "Which kind", "is_categorical": True, "possible_values": kinds}]
+                * bool(kinds)
+            ),
+        ],
         "intents": [
             {
                 "name": intent,
@@ -661,14 +667,17 @@ def _service(name: str, description: str, intent: str, intent_description: str) 
 
 def test_routing_keeps_a_conversation_in_its_schema_unless_the_message_says_otherwise() -> None:
     """A reply that names no schema stays with the conversation's; a message about another
-    schema's events goes there all the same; with one schema loaded there is nothing to choose."""
+    schema's events, or naming one of its categorical values, goes there all the same; with one
+    schema loaded there is nothing to choose."""
     from appliance.domain.importers import from_sgd
     from appliance.domain.loading import parse_schema
     from appliance.extract.routing import CONTINUES_WEIGHT, SEMANTIC_WEIGHT, choose_schema, semantic_fit
     from appliance.testing import FakeEmbedder
 
     assert CONTINUES_WEIGHT > 0 and SEMANTIC_WEIGHT > 0
-    cars = parse_schema(from_sgd(_service("Cars_1", "Car rental", "GetCars", "Find rental cars in a city")))
+    cars = parse_schema(
+        from_sgd(_service("Cars_1", "Car rental", "GetCars", "Find rental cars in a city", ("SUV", "Compact")))
+    )
     meals = parse_schema(from_sgd(_service("Meals_1", "Restaurants", "FindPlaces", "Find restaurants for dinner")))
     both, enc = [cars, meals], FakeEmbedder()
     assert choose_schema(both, None, "Until the 14th.", previous="Cars_1", embedder=enc).domain == "Cars_1"
@@ -677,4 +686,6 @@ def test_routing_keeps_a_conversation_in_its_schema_unless_the_message_says_othe
     assert list(np.argsort(semantic_fit(both, enc, "Somewhere for dinner"))) == [0, 1]
     choice = choose_schema(both, None, "Any restaurants open for dinner?", previous="Cars_1", embedder=enc)
     assert choice.domain == "Meals_1"
+    # one of the schema's own categorical values named: the conversation turns to it
+    assert choose_schema(both, None, "An SUV would be great", previous="Meals_1", embedder=enc).domain == "Cars_1"
     assert choose_schema([cars], None, "Until the 14th.", previous="Meals_1").probability == 1.0

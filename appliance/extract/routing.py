@@ -36,6 +36,9 @@ KEYWORD_WEIGHT = 2.0  # per schema keyword found in the message (capped)
 # "Until the 14th." and "Just the 1." name no schema, and were routed by the model's whim.
 SEMANTIC_WEIGHT = 25.0  # per unit of cosine to the schema's nearest event description (USE v3)
 CONTINUES_WEIGHT = 4.0  # the schema of the session's previous record in the same conversation
+# A categorical value of the schema named in the message ("premium economy", "checking"): fitted
+# after the two above on the same half (grid 0–6): 0.971 → 0.978, held-out half 0.969 → 0.977.
+VALUE_WEIGHT = 6.0
 _PRIORS = PriorCache()  # model score on an empty message, per engine and domain list
 _REFERENCES: dict[tuple[str, str], np.ndarray] = {}  # (encoder, schema id) → its events' reference vectors
 
@@ -58,10 +61,28 @@ def _hits(schema: MemorySchema, low: str) -> int:
     return min(n, 3)
 
 
+def names_a_value(schema: MemorySchema, low: str) -> bool:
+    """Whether the (lower-cased) message names one of the schema's categorical values or their
+    aliases as a word: "premium economy" is a flight class of a flights schema. Values of one or
+    two letters ("no", "2") say nothing of the schema."""
+    for ent in schema.entities:
+        for a in ent.attributes:
+            for v in a.values:
+                for word in (v.value, *v.aliases):
+                    if len(word) > 2 and find_word(low, word.lower()) >= 0:
+                        return True
+    return False
+
+
 def schema_evidence(schema: MemorySchema, text: str) -> float:
-    """Lexical fit of ``text`` to ``schema`` (its examples and its keywords)."""
+    """Lexical fit of ``text`` to ``schema`` (its examples, its keywords, its categorical values)."""
     refs = [x for ev in schema.event_types for x in (ev.description, *ev.examples)] + [x.text for x in schema.examples]
-    return LEXICAL_WEIGHT * lexical_similarity(text, refs) + KEYWORD_WEIGHT * _hits(schema, text.lower())
+    low = text.lower()
+    return (
+        LEXICAL_WEIGHT * lexical_similarity(text, refs)
+        + KEYWORD_WEIGHT * _hits(schema, low)
+        + VALUE_WEIGHT * names_a_value(schema, low)
+    )
 
 
 def _prompt(schemas: Sequence[MemorySchema], engine: Engine, text: str) -> list[int]:

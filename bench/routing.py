@@ -181,7 +181,10 @@ def main() -> None:
     args = ap.parse_args()
     engine = LlamaCppEngine(resolve_model_path(args.model, ROOT / "models"))
     embedder = shared_embedder(args.encoder) if embedder_available(args.encoder) else None
-    print(f"weights: semantic {routing.SEMANTIC_WEIGHT}, continues {routing.CONTINUES_WEIGHT}; encoder {args.encoder}")
+    print(
+        f"weights: semantic {routing.SEMANTIC_WEIGHT}, continues {routing.CONTINUES_WEIGHT}, "
+        f"value {routing.VALUE_WEIGHT}; encoder {args.encoder}"
+    )
     print("| set | configuration | messages | accuracy | p50 | p95 |\n|---|---|---|---|---|---|")
     emit: Callable[[list[str]], None] = lambda rows: print("\n".join(rows), flush=True)  # noqa: E731
     if "own" in args.set:

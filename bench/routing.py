@@ -6,11 +6,12 @@ schema a message belongs to?
   schemas imported by the product, loaded together as a user would): every user turn in order,
   one session per dialogue, each turn's previous choice carried forward as the appliance does; a
   turn is scored where sgd-dev labels its service. Dialogues alternate between a *fit* half
-  (the weights ``SEMANTIC_WEIGHT`` and ``CONTINUES_WEIGHT`` of ``extract/routing.py`` were set on
-  it, ``--fit`` prints the grid) and a *held-out* half.
+  (the weights ``SEMANTIC_WEIGHT``, ``CONTINUES_WEIGHT`` and ``VALUE_WEIGHT`` of
+  ``extract/routing.py`` were set on it, ``--fit`` prints the grid of the first two) and a
+  *held-out* half.
 
-Each configuration adds one signal: the schemas' words alone, the model, the sentence encoder's
-likeness to event descriptions, the session's previous record.
+Each configuration adds one signal: the schemas' words (and categorical values) alone, the
+model, the sentence encoder's likeness to event descriptions, the session's previous record.
 
     .venv/bin/python bench/routing.py [--set own,sgd] [--model smollm2] [--dialogues 518] [--fit]
 """
@@ -43,7 +44,7 @@ from appliance.model.engine import LlamaCppEngine, resolve_model_path  # noqa: E
 from bench.devset import customer_service, travel_assistant  # noqa: E402
 
 SHARED = ROOT.parent / "shared"
-# (label, uses the model, uses the encoder, uses the session's previous record)
+# each configuration adds one signal to the one before it
 CONFIGS = ("schema words only", "model + words", "+ encoder", "+ encoder + session (shipped)")
 
 

@@ -42,6 +42,7 @@ import numpy as np
 
 from ..domain.schema import EventType, MemorySchema, readable
 from ..lang import find_word
+from ..model.embed import Embedder
 from .candidates import lexical_similarity
 from .evidence import Candidate
 
@@ -54,6 +55,7 @@ __all__ = [
     "ZERO_SHOT_WEIGHTS",
     "LM_WEIGHT_WITH_EXAMPLES",
     "EventEvidence",
+    "event_similarities",
     "fill",
     "specific",
     "support",
@@ -200,6 +202,21 @@ def event_references(schema: MemorySchema, ev: EventType) -> list[str]:
     """What a message reporting ``ev`` may resemble: its description, its readable name ("find
     restaurants") and its examples."""
     return [r for r in dict.fromkeys([ev.label, readable(ev.name), *ev.examples]) if r]
+
+
+_REFERENCE_VECTORS: dict[tuple[str, str], list[np.ndarray]] = {}  # (encoder, schema id) → per event
+
+
+def event_similarities(schema: MemorySchema, embedder: Embedder, text: str) -> np.ndarray:
+    """Per event type: the best cosine between ``text`` and the event's references. Their
+    vectors are encoded once per encoder and schema, for extraction and routing alike."""
+    key = (embedder.name, schema.schema_id)
+    if key not in _REFERENCE_VECTORS:
+        if len(_REFERENCE_VECTORS) > 256:  # schemas come and go in a long-lived process
+            _REFERENCE_VECTORS.clear()
+        _REFERENCE_VECTORS[key] = [embedder.encode(event_references(schema, ev)) for ev in schema.event_types]
+    vec = embedder.encode([text])[0]
+    return np.array([float(np.max(refs @ vec)) for refs in _REFERENCE_VECTORS[key]])
 
 
 def entity_references(schema: MemorySchema, ev: EventType) -> list[str]:

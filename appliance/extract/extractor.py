@@ -49,7 +49,7 @@ from .events import (
     EventEvidence,
     cue_features,
     entity_features,
-    event_references,
+    event_similarities,
     fill,
     lexical_features,
     specific,
@@ -199,7 +199,6 @@ class Extractor:
         self.lang = schema.language
         self.evidence = SchemaEvidence(schema, embedder)
         self.event_weights = dict(event_weights or weights_for(schema))
-        self._event_refs: list[np.ndarray] | None = None
 
     def prepare(self) -> None:
         """Evaluate the prompt prefix and the content-free event prior (cached afterwards)."""
@@ -415,12 +414,7 @@ class Extractor:
         if self.embedder is None:
             return np.zeros(n)
         try:
-            if self._event_refs is None:
-                self._event_refs = [
-                    self.embedder.encode(event_references(self.schema, ev)) for ev in self.schema.event_types
-                ]
-            v = self.embedder.encode([text])[0]
-            return np.array([float(np.max(refs @ v)) for refs in self._event_refs])
+            return event_similarities(self.schema, self.embedder, text)
         except Exception:  # noqa: BLE001 - an optional signal; the lexical one still stands
             return np.zeros(n)
 

@@ -24,7 +24,7 @@ from ..model.engine import Engine
 from ..model.prompt import PROMPTS, open_turn
 from ..model.scoring import PriorCache, best_of
 from .candidates import lexical_similarity
-from .events import event_references
+from .events import event_similarities
 
 __all__ = ["SchemaChoice", "choose_schema", "schema_evidence"]
 
@@ -40,7 +40,6 @@ CONTINUES_WEIGHT = 4.0  # the schema of the session's previous record in the sam
 # after the two above on the same half (grid 0–6): 0.971 → 0.978, held-out half 0.969 → 0.977.
 VALUE_WEIGHT = 6.0
 _PRIORS = PriorCache()  # model score on an empty message, per engine and domain list
-_REFERENCES: dict[tuple[str, str], np.ndarray] = {}  # (encoder, schema id) → its events' reference vectors
 
 
 @dataclass(frozen=True)
@@ -99,16 +98,7 @@ def _prompt(schemas: Sequence[MemorySchema], engine: Engine, text: str) -> list[
 def semantic_fit(schemas: Sequence[MemorySchema], embedder: Embedder, text: str) -> np.ndarray:
     """Per schema: the best cosine between ``text`` and its event types' descriptions, readable
     names and examples (the references event choice compares a message with)."""
-    vec = embedder.encode([text])[0]
-    out = []
-    for s in schemas:
-        key = (embedder.name, s.schema_id)
-        if key not in _REFERENCES:
-            if len(_REFERENCES) > 256:  # schemas come and go in a long-lived process
-                _REFERENCES.clear()
-            _REFERENCES[key] = embedder.encode([r for ev in s.event_types for r in event_references(s, ev)])
-        out.append(float(np.max(_REFERENCES[key] @ vec)))
-    return np.array(out)
+    return np.array([float(np.max(event_similarities(s, embedder, text))) for s in schemas])
 
 
 def choose_schema(

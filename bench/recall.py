@@ -68,6 +68,11 @@ class Question:
     session: str
     answer_values: list[str] = field(default_factory=list)
     slot: str = ""
+    swapped: bool = False  # not stored: asks one speaker what only the other told
+
+    @property
+    def group(self) -> str:
+        return f"{self.qtype} (swapped)" if self.swapped else self.qtype
 
 
 @dataclass
@@ -195,6 +200,7 @@ def run_conv(
                 datetime.fromisoformat(q["at"]).replace(tzinfo=UTC),
                 set(q["evidence"]),
                 user,
+                swapped=bool(q.get("swapped")),
             )
             ask(app, question, turn_of, (bm25, dense), (app_out, bm_out, dense_out))
         app.close()
@@ -420,7 +426,7 @@ def main() -> None:
         for system, outcomes in (("appliance", app), ("bm25 raw turns", bm), ("dense raw turns (use3)", dense)):
             by_type: dict[str, list[Outcome]] = defaultdict(list)
             for o in outcomes:
-                by_type[o.q.qtype].append(o)
+                by_type[o.q.group].append(o)
             rows.append((name, system, "all", metrics(outcomes, hit)))
             if name == "sgd" and system == "appliance":
                 rows[-1][3]["structured_answer"] = sum(o.structured_right for o in outcomes) / max(1, len(outcomes))
@@ -437,7 +443,7 @@ def main() -> None:
                 "set": name,
                 "id": o.q.qid,
                 "q": o.q.text,
-                "type": o.q.qtype,
+                "type": o.q.group,
                 "gold": sorted(o.q.gold),
                 "got": o.ranked[:5],
                 "not_found": o.not_found,

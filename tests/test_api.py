@@ -287,6 +287,49 @@ def test_not_found_for_two_chinese_things_told_but_never_together(settings) -> N
     app.close()
 
 
+def test_not_found_for_a_speaker_asked_what_only_the_other_told(settings) -> None:  # type: ignore[no-untyped-def]
+    """Two friends' chat: "When did Ben adopt a dog?" finds Nora's news and Ben's questions about
+    it, never a word of Ben's own — not found, naming Ben; asked of Nora it is found. The same
+    in Chinese. A question naming both speakers, or one user's unlabelled notes, say nothing."""
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 4, 2, 20, 0, tzinfo=UTC)
+    later = t0 + timedelta(days=30)
+    turns = [
+        "Nora: Guess what, we adopted a dog last weekend!",
+        "Ben: WHAT. Does she run with you?",
+        "Nora: Not yet, the vet said to wait.",
+        "Ben: I went surfing for the first time on Saturday.",
+        "Nora: Did you stand up? You'll be great at it.",
+        "小雨：我们养了一只狗，叫豆包。",
+        "阿浩：什么狗？",
+        "阿浩：我在学游泳，教练姓陈。",
+    ]
+    app = _fake_app(settings, "personal_memory", "sw.duckdb")
+    for i, text in enumerate(turns):
+        app.record(text, "s", now=t0 + timedelta(minutes=i))
+
+    def not_found(question: str) -> str:
+        return app.recall(question, "s", now=later).not_found
+
+    swapped = not_found("When did Ben adopt a dog?")
+    assert "of Ben" in swapped and "'dog'" in swapped and "someone else" in swapped
+    assert not not_found("When did Nora adopt a dog?")
+    assert "of Nora" in not_found("Where did Nora go surfing?")
+    assert not not_found("Where did Ben go surfing?")
+    assert not not_found("Did Nora and Ben adopt a dog?")  # both speakers named: nothing to decide
+    assert "of 阿浩" in not_found("阿浩的狗叫什么？")
+    assert not not_found("小雨的狗叫什么？")
+    assert "of 小雨" in not_found("小雨的游泳教练姓什么？")
+    app.close()
+
+    plain = _fake_app(settings, "personal_memory", "sw_plain.duckdb")
+    for i, text in enumerate(t.split(": ", 1)[-1] for t in turns[:5]):  # no speaker labels
+        plain.record(text, "s", now=t0 + timedelta(minutes=i))
+    assert "someone else" not in plain.recall("When did Ben adopt a dog?", "s", now=later).not_found
+    plain.close()
+
+
 def test_a_date_told_with_the_thing_answers_a_bare_when(settings) -> None:  # type: ignore[no-untyped-def]
     """ "读书会是哪天？" names no attribute, only asks when: a date told with 读书会 may be its answer,
     so it is not "not found"; "梅梅的生日是哪天？" names the birthday, and a date told with 梅梅

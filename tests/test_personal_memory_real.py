@@ -26,6 +26,12 @@ ENGLISH = [
     (FRIDAY, "Ingrid's birthday is on June 3."),
     (FRIDAY, "I started reading a novel by Octavia Butler."),
 ]
+CHAT = [  # two friends, each turn labelled with its speaker
+    (MONDAY, "Nora: Guess what, we adopted a dog last weekend!"),
+    (MONDAY, "Ben: No way! Does she run with you?"),
+    (MONDAY, "Nora: Not yet, she is still shy."),
+    (MONDAY, "Ben: I went surfing for the first time on Saturday."),
+]
 CHINESE = [
     (MONDAY, "我的表哥叫周凯，他是一名牙医。"),
     (MONDAY, "我的同事刘芳住在苏州。"),
@@ -43,7 +49,7 @@ def _open(home: Path, engine) -> Appliance:  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def memory(_shared_real_engine, tmp_path_factory):  # type: ignore[no-untyped-def]
     app = _open(tmp_path_factory.mktemp("personal"), _shared_real_engine)
-    for session, turns in (("ana", ENGLISH), ("lei", CHINESE)):
+    for session, turns in (("ana", ENGLISH), ("lei", CHINESE), ("chat", CHAT)):
         for i, (at, text) in enumerate(turns):
             app.record(text, session_id=session, now=at + timedelta(minutes=i))
     yield app
@@ -116,3 +122,15 @@ def test_what_was_never_told_is_said_to_be_not_found(
     res = memory.recall(question, session_id=session, now=FRIDAY + timedelta(days=1))
     assert res.not_found and subject in res.not_found, (question, res.not_found)
     assert res.context.startswith("Not found:")
+
+
+def test_a_speaker_asked_what_only_the_other_told_is_not_found(memory: Appliance) -> None:
+    """Ben never adopted a dog — Nora did: asked of Ben it is not found; asked of Nora her turn
+    is found."""
+    later = MONDAY + timedelta(days=2)
+    swapped = memory.recall("When did Ben adopt a dog?", session_id="chat", now=later)
+    assert "of Ben" in swapped.not_found and swapped.context.startswith("Not found:")
+    assert "of Nora" in memory.recall("Where did Nora go surfing?", session_id="chat", now=later).not_found
+    right = memory.recall("When did Nora adopt a dog?", session_id="chat", now=later)
+    assert not right.not_found
+    assert CHAT[0][1] in [m.memory.source_text for m in right.memories[:5]]

@@ -120,6 +120,31 @@ class Language:
         or an interrogative word anywhere (CJK packs)."""
         return bool(self._question.search(text.strip()))
 
+    # --- who a turn speaks of ---------------------------------------------------------------
+    @cached_property
+    def _first_person(self) -> re.Pattern[str]:
+        return re.compile(alternation(self.lex.first_person), re.I)
+
+    @cached_property
+    def _second_person(self) -> re.Pattern[str]:
+        return re.compile(alternation(self.lex.second_person), re.I)
+
+    def speaks_of_self(self, text: str) -> bool:
+        """Whether ``text`` is said in the first person ("I", "my", "我")."""
+        return bool(self._first_person.search(text))
+
+    def speaks_to(self, text: str) -> bool:
+        """Whether ``text`` addresses someone ("you", "your", "你")."""
+        return bool(self._second_person.search(text))
+
+    def sentences(self, text: str) -> list[str]:
+        """``text`` cut after each sentence end, the ends kept, blanks dropped."""
+        if not self.lex.sentence_ends:
+            return [text]
+        parts = re.split("(" + alternation(self.lex.sentence_ends, boundary=False) + ")", text)
+        joined = ["".join(parts[i : i + 2]) for i in range(0, len(parts), 2)]
+        return [s.strip() for s in joined if s.strip()]
+
     @cached_property
     def _lookup(self) -> re.Pattern[str]:
         return re.compile("^" + alternation(self.lex.lookup_openers), re.I)

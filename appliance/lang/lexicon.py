@@ -43,6 +43,10 @@ class Lexicon:
     amount_questions: tuple[str, ...] = ()  # "how much", "多少钱": the answer is an amount
     when_words: tuple[str, ...] = ()  # "when did …", "什么时候"
     nearby_words: tuple[str, ...] = ()  # "near", "周边": what follows is near the subject, not it
+    # --- who a turn is about (a transcript of labelled speakers) ------------------------------
+    first_person: tuple[str, ...] = ()  # "I", "my", "我": the speaker speaks of themself
+    second_person: tuple[str, ...] = ()  # "you", "your", "你": of the one spoken to
+    sentence_ends: tuple[str, ...] = ()  # ".", "。": where a sentence of a turn ends
     # --- negation and affirmation ------------------------------------------------------
     negations: tuple[str, ...] = ()  # before a word, deny it ("not", "never", "没")
     negation_bridges: tuple[str, ...] = ()  # may stand between a negation and its word ("yet", "已经")

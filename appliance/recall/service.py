@@ -38,6 +38,7 @@ from ..lang.segment import index_terms
 from ..lang.speakers import speaker
 from ..model.embed import Embedder
 from ..store import MemoryStore
+from .attribution import content_words, names, tells_of
 from .context import WEAK_PATH, compose, summarise
 from .facts import QuestionFacts, question_facts
 from .fusion import CHANNEL_WEIGHTS, LEXICAL_REACH, Fused, fuse, within_reach
@@ -64,6 +65,9 @@ REPLY_SOURCES = 5
 # 0.78 each, hit@10 0.86 / 0.86 / 0.83; the turn *before* a best hit too: 0.77, MRR of all five
 # conversations 0.64 → 0.60; the one-user conversations have no labels and do not change)
 FOLLOW_SOURCES = 3
+# memories one question word may hold for "told of another speaker" to decide: beyond it the
+# word is too common to read every memory of, and nothing is said
+ATTRIBUTION_DEPTH = 100
 ATTRIBUTE_ANSWERS = 3  # entities listed as the answer to a question asking for an attribute
 _TEXT = ("lexical", "semantic")  # the channels that read the memory's text against the question's
 
@@ -177,7 +181,10 @@ class RecallService:
             if f.memory_id in records
         ]
         signals: dict[str, Any] = {"top_semantic": top_semantic, "keys": facts.keys, "residual": facts.residual}
-        not_found = self._not_found(schema, facts, matched_keys, named, scope, signals, now)
+        speakers = {who for r in records.values() if (who := speaker(r.source_text)) is not None}
+        not_found = self._not_found(schema, facts, matched_keys, named, scope, signals, now) or self._told_of_another(
+            schema, facts, question, speakers, scope
+        )
         if not answer and not not_found and facts.attributes and not (facts.keys or facts.pieces or facts.residual):
             # the question names nothing and says nothing beyond the schema's words, but asks for
             # an attribute: the entities holding it are the structured answer ("Which city is the
@@ -281,6 +288,41 @@ class RecallService:
             return f"nothing stored mentions {', '.join(repr(facts.said(w)) for w in absent)}."
         return self._lacking(schema, facts, named, scope, now) or self._no_amount(schema, facts, scope, now)
 
+    def _told_of_another(
+        self, schema: MemorySchema, facts: QuestionFacts, question: str, speakers: set[str], scope: str | None
+    ) -> str:
+        """A question naming one speaker of a transcript that asks what only others told: every
+        memory saying its words tells them of someone else ("When did Ben adopt a dog?" where
+        only "Nora: we adopted a dog" says it; ``attribution.py``). The memories holding all the
+        words are read, or, when none does, those holding any; when a word is in too many to
+        read, nothing is said."""
+        asked = [p for p in speakers if names(question, p)]
+        if len(asked) != 1:
+            return ""
+        person = asked[0]
+        words = content_words([*facts.residual, *(k for k in facts.keys if k != person)], person, facts.said)
+        if not words:
+            return ""
+        lex = self.store.lexical
+        ids: set[str] = set()
+        for combo in _combinations([alternatives for _, alternatives in words]):
+            ids.update(lex.holding(scope, combo, limit=ATTRIBUTION_DEPTH))
+        if not ids:
+            for _, alternatives in words:
+                for reading in alternatives:
+                    found = lex.holding(scope, reading, limit=ATTRIBUTION_DEPTH)
+                    if len(found) >= ATTRIBUTION_DEPTH:
+                        return ""
+                    ids.update(found)
+        if not ids or len(ids) >= ATTRIBUTION_DEPTH:
+            return ""
+        said_terms = {t for _, alternatives in words for a in alternatives for t in a}
+        memories = self.store.records.by_ids(list(ids))
+        if any(tells_of(schema.language, m.source_text, person, said_terms) for m in memories):
+            return ""
+        said = ", ".join(repr(surface) for surface, _ in words)
+        return f"nothing stored tells {said} of {person}; the memories that say it are about someone else."
+
     def _no_amount(self, schema: MemorySchema, facts: QuestionFacts, scope: str | None, now: datetime) -> str:
         """An amount asked about something ("How much is my pension?") that the memories naming it
         never state: none of them holds a number. Memories naming any of the question's content
@@ -354,6 +396,14 @@ class RecallService:
     def _held(self, scope: str | None, text: str) -> bool:
         """Whether one memory holds every term of ``text``."""
         return self.store.lexical.held(scope, index_terms(text))
+
+
+def _combinations(words: list[list[list[str]]]) -> list[list[str]]:
+    """Every way to take one reading of each word, its terms together (at most 27)."""
+    combos: list[list[str]] = [[]]
+    for alternatives in words:
+        combos = [c + a for c in combos for a in alternatives][:27]
+    return combos
 
 
 def _shape_test(schema: MemorySchema, facts: QuestionFacts) -> Callable[[MemoryRecord], bool] | None:

@@ -1,0 +1,79 @@
+"""Whose fact a turn tells, in a transcript of labelled speakers ("Nora: …", "小雨：…").
+
+Two friends' chat holds each one's news in their own turns: "Nora: we adopted a dog" is Nora's,
+"Ben: Does she run with you?" asks about Nora's dog. A question that names one speaker and asks
+what only the other told ("When did Ben adopt a dog?") finds every word it says stored — just
+never of Ben. Long personal-conversation benchmarks ask exactly this (adversarial questions);
+the honest answer is that it is not known, not the other person's fact.
+
+A sentence tells of a speaker when it names them; when it is their own, said in the first
+person or a statement naming nobody ("The Riverside Half, on May 10."); when another speaker
+says it to them ("you", "your") or asks them (a question not in the first person: "Which ones
+did you get?", "海豹吗？什么颜色？"). A turn without a speaker label may tell of anyone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+from ..lang import has_cjk
+from ..lang.language import Language
+from ..lang.segment import index_terms
+from ..lang.speakers import opening, speaker
+
+__all__ = ["names", "tells_of", "content_words"]
+
+
+def names(text: str, person: str) -> bool:
+    """Whether ``text`` names ``person`` (a whole word; CJK names anywhere)."""
+    if has_cjk(person):
+        return person in text
+    return re.search(rf"(?<![\w'’]){re.escape(person)}(?![\w])", text) is not None
+
+
+def content_words(
+    readings: Iterable[str], person: str, said: Callable[[str], str]
+) -> list[tuple[str, list[list[str]]]]:
+    """The question's words besides ``person``: each as it was said (``said`` of a reading) and
+    its alternative readings' index terms ("雨十月|小雨十月": CJK segmentations), the person cut
+    out of them; words left with no term of their own dropped, and words whose readings repeat
+    another's once."""
+    own = set(index_terms(person))
+    out: list[tuple[str, list[list[str]]]] = []
+    seen: set[frozenset[str]] = set()
+    for word in readings:
+        alternatives: list[list[str]] = []
+        surface = ""
+        for reading in word.split("|"):
+            rest = reading.replace(person, "") if has_cjk(person) else reading
+            if has_cjk(rest) and len(rest) < 2 and rest != word:
+                continue  # a stray character left of a name ("阿浩做" → "做")
+            terms = [t for t in index_terms(rest) if t not in own]
+            if terms:
+                alternatives.append(terms)
+                surface = rest if has_cjk(rest) else re.sub(rf"{re.escape(person)}['’]s\s*", "", said(reading))
+        key = frozenset(t for a in alternatives for t in a)
+        if alternatives and key not in seen:
+            seen.add(key)
+            out.append((surface, alternatives))
+    return out
+
+
+def tells_of(lang: Language, text: str, person: str, terms: set[str]) -> bool:
+    """Whether the turn ``text`` may tell ``person`` (one of the transcript's speakers) what
+    its sentences holding any of ``terms`` say (module docstring)."""
+    who = speaker(text)
+    body = text[opening(text) :]
+    if who is None or names(body, person):
+        return True
+    for sentence in lang.sentences(body):
+        if not terms & set(index_terms(sentence)):
+            continue
+        me, you = lang.speaks_of_self(sentence), lang.speaks_to(sentence)
+        asks = lang.is_question(sentence)
+        if who == person and (me or not (you or asks)):
+            return True
+        if who != person and (you or (asks and not me)):
+            return True
+    return False

@@ -330,6 +330,24 @@ def test_not_found_for_a_speaker_asked_what_only_the_other_told(settings) -> Non
     plain.close()
 
 
+def test_a_period_holding_nothing_is_said_and_other_days_are_neighbours(settings) -> None:  # type: ignore[no-untyped-def]
+    """ "What did I cook on 18 May?" when nothing is stored on that day: the context says so and
+    shows the cooking told on another day as a neighbour, not an empty list; a day that holds
+    the memory answers it plainly."""
+    from datetime import UTC, datetime
+
+    app = _fake_app(settings, "personal_memory", "period.duckdb")
+    app.record("I cooked kimchi stew tonight", "p", now=datetime(2026, 3, 16, 19, 0, tzinfo=UTC))
+    later = datetime(2026, 5, 20, 12, 0, tzinfo=UTC)
+    empty = app.recall("What did I cook on May 18?", "p", now=later)
+    assert empty.not_found == "nothing stored on 2026-05-18."
+    assert [m.memory.source_text for m in empty.memories] == ["I cooked kimchi stew tonight"]
+    assert empty.context.startswith("Not found:") and "Neighbours" in empty.context
+    told = app.recall("What did I cook on March 16?", "p", now=later)
+    assert not told.not_found and told.memories[0].memory.source_text == "I cooked kimchi stew tonight"
+    app.close()
+
+
 def test_a_date_told_with_the_thing_answers_a_bare_when(settings) -> None:  # type: ignore[no-untyped-def]
     """ "读书会是哪天？" names no attribute, only asks when: a date told with 读书会 may be its answer,
     so it is not "not found"; "梅梅的生日是哪天？" names the birthday, and a date told with 梅梅

@@ -173,6 +173,27 @@ def test_months_are_whole_words(text: str, dates: list[str]) -> None:
 
 
 @pytest.mark.parametrize(
+    ("text", "day"),
+    [  # said on Saturday 21 March 2026
+        ("Iris: I ran 10 kilometers for the first time on Thursday.", "2026-03-19"),  # told in the past
+        ("Ben: My manager told me on Monday, it starts in May.", "2026-03-16"),
+        ("She started on Monday.", "2026-03-16"),  # a subject, then a past ending
+        ("Did you go on Monday?", "2026-03-16"),
+        ("周一去了医院。", "2026-03-16"),
+        ("Let's meet on Thursday.", "2026-03-26"),  # not the past: the one ahead
+        ("I need it on Monday.", "2026-03-23"),  # "need" is no past verb
+        ("I was hoping to pick it up Thursday.", "2026-03-26"),  # a polite present
+        ("周一去医院。", "2026-03-23"),
+    ],
+)
+def test_a_bare_weekday_told_in_the_past_is_the_one_before(text: str, day: str) -> None:
+    from appliance.lang.dates import find_dates
+
+    found = find_dates(language_for(("en", "zh")), text, datetime(2026, 3, 21, 20, 0, tzinfo=UTC))
+    assert [d.first.isoformat() for d in found if d.first is not None][:1] == [day]
+
+
+@pytest.mark.parametrize(
     ("text", "first", "last"),
     [
         ("we adopted a dog last weekend", "2026-03-28", "2026-03-29"),  # said on Thursday 2 April

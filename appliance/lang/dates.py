@@ -189,6 +189,10 @@ def find_dates(lang: Language, text: str, now: datetime) -> list[DateSpan]:
                 d = today + timedelta(days=ahead + (7 if ahead == 0 or "week" in m.group(0).lower() else 0))
             elif delta == -1:
                 d = today - timedelta(days=(today.weekday() - target) % 7 or 7)
+            elif not (m.group("mod") or m.group("after")) and lang.past_tense(
+                lang.sentence_at(text, m.start(), m.end())
+            ):
+                d = today - timedelta(days=(today.weekday() - target) % 7 or 7)  # "I ran on Thursday"
             else:
                 d = today + timedelta(days=ahead)
             day(d, m)
@@ -224,11 +228,11 @@ def find_dates(lang: Language, text: str, now: datetime) -> list[DateSpan]:
             if k is not None:
                 day(today + timedelta(days=k * (7 if m.group("unit").lower() == "week" else 1)), m)
     if any(p.script == "han" for p in lang.packs):
-        _han_dates(text, today, add, day)
+        _han_dates(lang, text, today, add, day)
     return _widest(found)
 
 
-def _han_dates(text: str, today: date, add: object, day: object) -> None:
+def _han_dates(lang: Language, text: str, today: date, add: object, day: object) -> None:
     from collections.abc import Callable
 
     add_: Callable[..., None] = add  # type: ignore[assignment]
@@ -239,7 +243,9 @@ def _han_dates(text: str, today: date, add: object, day: object) -> None:
         mod = m.group("mod") or ""
         monday = today - timedelta(days=today.weekday())
         weeks = 2 if mod == "下下" else 1 if mod.startswith("下") else -1 if mod.startswith("上") else 0
-        if not mod:
+        if not mod and lang.past_tense(lang.sentence_at(text, m.start(), m.end())):
+            day_(today - timedelta(days=(today.weekday() - target) % 7 or 7), m)  # "周一去了医院"
+        elif not mod:
             ahead = (target - today.weekday()) % 7
             day_(today + timedelta(days=ahead), m)
         else:

@@ -137,6 +137,29 @@ class Language:
         """Whether ``text`` addresses someone ("you", "your", "你")."""
         return bool(self._second_person.search(text))
 
+    @cached_property
+    def _past(self) -> re.Pattern[str]:
+        lx = self.lex
+        words = [*lx.past_markers, *(k for k in lx.irregular_forms if k.isascii())]
+        parts = [alternation(words)]
+        if lx.past_suffixes and lx.subjects:
+            # "she started", "I twisted": a subject then a word with a past ending
+            ends = alternation(lx.past_suffixes, boundary=False)
+            parts.append(rf"{alternation(lx.subjects)}\s+[a-z]{{3,}}{ends}\b")
+        # "was hoping", "were wondering": a polite present, not the past
+        return re.compile(rf"(?:{'|'.join(parts)})(?!\s+\w+ing\b)", re.I)
+
+    def past_tense(self, sentence: str) -> bool:
+        """Whether ``sentence`` tells of the past ("I ran 10 km on Thursday", "周一去了医院")."""
+        return bool(self._past.search(sentence))
+
+    def sentence_at(self, text: str, start: int, end: int) -> str:
+        """The sentence of ``text`` holding ``text[start:end]``."""
+        ends = [e for e in self.lex.sentence_ends if e]
+        before = max((text.rfind(e, 0, start) + len(e) for e in ends if text.rfind(e, 0, start) >= 0), default=0)
+        after = min((i for e in ends if (i := text.find(e, end)) >= 0), default=len(text))
+        return text[before:after]
+
     def sentences(self, text: str) -> list[str]:
         """``text`` cut after each sentence end, the ends kept, blanks dropped."""
         if not self.lex.sentence_ends:

@@ -47,6 +47,11 @@ class Lexicon:
     first_person: tuple[str, ...] = ()  # "I", "my", "我": the speaker speaks of themself
     second_person: tuple[str, ...] = ()  # "you", "your", "你": of the one spoken to
     sentence_ends: tuple[str, ...] = ()  # ".", "。": where a sentence of a turn ends
+    # --- tense: a bare weekday in a sentence told in the past is the one before ("I ran on
+    # Thursday"), otherwise the one ahead ("Book it for Thursday") ----------------------------
+    past_markers: tuple[str, ...] = ()  # "did", "was", "了": the sentence tells the past
+    past_suffixes: tuple[str, ...] = ()  # "-ed" after a subject ("she started"): a past verb
+    subjects: tuple[str, ...] = ()  # "i", "she", "they": what a past verb follows
     # --- negation and affirmation ------------------------------------------------------
     negations: tuple[str, ...] = ()  # before a word, deny it ("not", "never", "没")
     negation_bridges: tuple[str, ...] = ()  # may stand between a negation and its word ("yet", "已经")

@@ -133,9 +133,10 @@ def question_facts(schema: MemorySchema, question: str, now: datetime) -> Questi
     groups: dict[int, list[str]] = {}
     for p, end in pieces:
         groups.setdefault(end, []).append(p)
-    ranges: list[tuple[date, date]] = [
-        (d.first, d.last) for d in find_dates(lang, question, now) if d.first is not None and d.last is not None
-    ]
+    dated = [d for d in find_dates(lang, question, now) if d.first is not None and d.last is not None]
+    ranges: list[tuple[date, date]] = [(d.first, d.last) for d in dated if d.first and d.last]
+    # the words of a time expression ("on Monday", "上周") limit the days; they are not asked about
+    when_terms = {t for d in dated for t in index_terms(question[d.start : d.end])}
     if ranges:
         facts.range = (min(r[0] for r in ranges), max(r[1] for r in ranges))
     asked = set(facts.terms)
@@ -157,7 +158,9 @@ def question_facts(schema: MemorySchema, question: str, now: datetime) -> Questi
     key_terms = {t for k in facts.keys for t in index_terms(k)}
     if not has_cjk(question):
         facts.residual = [
-            t for t in facts.terms if t not in vocab and t not in key_terms and len(t) > 2 and not t.isdigit()
+            t
+            for t in facts.terms
+            if t not in vocab and t not in key_terms and t not in when_terms and len(t) > 2 and not t.isdigit()
         ]
         facts.possessions = _possessions(lx.possessive_suffixes, question, facts.residual, key_terms)
     else:
@@ -169,8 +172,12 @@ def question_facts(schema: MemorySchema, question: str, now: datetime) -> Questi
                     if len(piece.text) == 1 and piece.start not in covered:
                         groups.setdefault(piece.end, []).append(piece.text)
         # one reading per word: the longest piece ending there stands for its shorter readings
+        inside = {i for d in dated for i in range(d.start, d.end)}
         facts.residual = [
-            "|".join(sorted(g, key=len)) for g in groups.values() if not any(set(index_terms(p)) <= vocab for p in g)
+            "|".join(sorted(g, key=len))
+            for end, g in groups.items()
+            if not any(set(index_terms(p)) <= vocab for p in g)
+            and not all(i in inside for p in g for i in range(end - len(p), end))
         ]
         facts.links = _links(lang, question, vocab)
     return facts

@@ -24,7 +24,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -128,16 +128,21 @@ class RecallService:
             # attribute: a value filed under the wrong one of two alike attributes is still found
             alike = self.store.records.holding(scope, _alike(schema, facts.attributes), CHANNEL_DEPTH)
             channels["attribute"] = list(dict.fromkeys([*holders, *alike]))[:CHANNEL_DEPTH]
+        period = facts.range
         if facts.range is not None:
             channels["time"] = self.store.days.within(scope, facts.range[0], facts.range[1], limit=CHANNEL_DEPTH)
-        lexical = self.store.lexical.search(scope, facts.terms, CHANNEL_DEPTH, facts.range)
+            if not channels["time"]:
+                # nothing is stored about those days: that is the answer, and the words are
+                # searched on every day for the neighbours shown beside it
+                period = None
+        lexical = self.store.lexical.search(scope, facts.terms, CHANNEL_DEPTH, period)
         channels["lexical"] = within_reach(lexical, LEXICAL_REACH)
         top_semantic = 0.0
         weak: list[str] = []
         if self.embedder is not None:
             try:
                 vec = self.embedder.encode([question])[0]
-                found = self.store.vectors.search(scope, vec, CHANNEL_DEPTH, WEAK_NEIGHBOUR_SCORE, facts.range)
+                found = self.store.vectors.search(scope, vec, CHANNEL_DEPTH, WEAK_NEIGHBOUR_SCORE, period)
                 channels["semantic"] = [m for m, score in found if score >= SEMANTIC_MIN_SCORE]
                 weak = [m for m, score in found if score < SEMANTIC_MIN_SCORE]
                 top_semantic = found[0][1] if found else 0.0
@@ -182,8 +187,10 @@ class RecallService:
         ]
         signals: dict[str, Any] = {"top_semantic": top_semantic, "keys": facts.keys, "residual": facts.residual}
         speakers = {who for r in records.values() if (who := speaker(r.source_text)) is not None}
-        not_found = self._not_found(schema, facts, matched_keys, named, scope, signals, now) or self._told_of_another(
-            schema, facts, question, speakers, scope
+        not_found = (
+            (_nothing_on(facts.range) if facts.range is not None and period is None else "")
+            or self._not_found(schema, facts, matched_keys, named, scope, signals, now)
+            or self._told_of_another(schema, facts, question, speakers, scope)
         )
         if not answer and not not_found and facts.attributes and not (facts.keys or facts.pieces or facts.residual):
             # the question names nothing and says nothing beyond the schema's words, but asks for
@@ -396,6 +403,15 @@ class RecallService:
     def _held(self, scope: str | None, text: str) -> bool:
         """Whether one memory holds every term of ``text``."""
         return self.store.lexical.held(scope, index_terms(text))
+
+
+def _nothing_on(days: tuple[date, date]) -> str:
+    first, last = days
+    return (
+        f"nothing stored on {first.isoformat()}."
+        if first == last
+        else (f"nothing stored from {first.isoformat()} to {last.isoformat()}.")
+    )
 
 
 def _combinations(words: list[list[list[str]]]) -> list[list[str]]:

@@ -323,6 +323,42 @@ def test_a_denied_attribute_takes_the_enum_value_that_means_none() -> None:
     assert chosen("电影", "不要字幕") == {"字幕": "无"}
 
 
+def test_a_writer_who_capitalises_names_writes_no_name_in_lower_case() -> None:
+    """ "Hey Sam! Long time no talk": the writer capitalised Sam, so "talk" is no person; a writer
+    who capitalises nothing ("directed by tina gordon") keeps their lower-case names, and an
+    attribute that is no name ("what happened") keeps lower-case words."""
+    from datetime import UTC
+
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    schema = _schema_of(
+        "people",
+        ["en"],
+        {
+            "Meeting": [
+                {"name": "people", "kind": "string", "format": "name", "description": "who was there"},
+                {"name": "what", "kind": "string", "description": "what happened"},
+            ]
+        },
+    )
+    evidence = SchemaEvidence(schema, None)
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+
+    def surfaces(text: str, attribute: str) -> set[str]:
+        found = evidence.candidates("Meeting", text, find_spans(schema.language, text, now))
+        return {c.surface for c in found.get(attribute, [])}
+
+    cased = "Iris: Hey Sam! Long time no talk, how have you been?"
+    assert "Sam" in surfaces(cased, "people") and "talk" not in surfaces(cased, "people")
+    assert "talk" in surfaces(cased, "what")
+    assert "tina gordon" in surfaces("a comedy directed by tina gordon please", "people")
+    lang = schema.language
+    assert lang.capitalises_names("I met Priya today") and not lang.capitalises_names("I'm here. Okay, I signed up.")
+    assert lang.capitalises_names("Iris: That's huge, congrats!")  # a transcript names its speaker
+    assert "congrats" not in surfaces("Iris: That's huge, congrats!", "people")
+
+
 def test_a_cjk_span_is_bounded_by_whole_function_words_not_by_a_character_of_one() -> None:
     from datetime import UTC
 

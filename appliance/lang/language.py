@@ -153,6 +153,24 @@ class Language:
         """Whether ``sentence`` tells of the past ("I ran 10 km on Thursday", "周一去了医院")."""
         return bool(self._past.search(sentence))
 
+    def capitalises_names(self, text: str) -> bool:
+        """Whether the writer of ``text`` capitalises names: a transcript turn opens with its
+        speaker's capitalised name ("Iris: …"), or a capitalised Latin word stands where no
+        sentence starts ("Hey Sam!", "with Priya") and is no first-person word ("I")."""
+        from .speakers import opening, speaker
+
+        who = speaker(text)
+        if who is not None and who[:1].isupper():
+            return True
+        begin = opening(text)
+        ends = tuple(self.lex.sentence_ends)
+        for m in re.finditer(r"(?<![\w'’])[A-Z][A-Za-z'’\-]*", text[begin:]):
+            before = text[begin : begin + m.start()].rstrip()
+            if not before or (ends and before.endswith(ends)) or self._first_person.fullmatch(m.group()):
+                continue
+            return True
+        return False
+
     def sentence_at(self, text: str, start: int, end: int) -> str:
         """The sentence of ``text`` holding ``text[start:end]``."""
         ends = [e for e in self.lex.sentence_ends if e]

@@ -359,6 +359,39 @@ def test_a_writer_who_capitalises_names_writes_no_name_in_lower_case() -> None:
     assert "congrats" not in surfaces("Iris: That's huge, congrats!", "people")
 
 
+def test_a_number_in_another_unit_is_not_a_value_of_an_attribute_with_units() -> None:
+    """An age declared in years takes "18 years old", "63" and "三岁", never "850 dollars",
+    "20 minutes" or a "12-week" plan; an attribute without units takes any number."""
+    from datetime import UTC
+
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    schema = _schema_of(
+        "people",
+        ["en", "zh"],
+        {
+            "Person": [
+                {"name": "age", "kind": "number", "description": "age in years", "unit": ["years", "old", "岁"]},
+                {"name": "count", "kind": "number", "description": "how many"},
+            ]
+        },
+    )
+    evidence = SchemaEvidence(schema, None)
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+
+    def values(text: str, attribute: str) -> set[object]:
+        found = evidence.candidates("Person", text, find_spans(schema.language, text, now))
+        return {c.value for c in found.get(attribute, [])}
+
+    assert values("Kieran, 18 years old", "age") == {18}
+    assert values("She's 63 now.", "age") == {63}
+    assert values("团子今年三岁了。", "age") == {3}
+    for other in ("It cost 850 dollars.", "It's only 20 minutes.", "A 12-week plan."):
+        assert values(other, "age") == set(), other
+        assert values(other, "count"), other
+
+
 def test_a_cjk_span_is_bounded_by_whole_function_words_not_by_a_character_of_one() -> None:
     from datetime import UTC
 

@@ -446,6 +446,11 @@ class SchemaEvidence:
                     if c.start not in cue_at:
                         cue_at[c.start] = taught_cue(self.lang, text, c.start)
                     c.score += TAUGHT_CUE * bank.cue_share(name, cue_at[c.start])
+        for name, cs in out.items():
+            if units := tuple(u.lower() for u in infos[name].attr.unit):
+                # a number of another unit is not this one's: "850 dollars", "20 minutes" are no
+                # age in years (dropped after scoring, like the names below)
+                cs[:] = [c for c in cs if _in_unit(c, units, self._stop, text)]
         if cased:
             # a writer who capitalises names writes none in lower case: "Long time no *talk*" holds
             # no person where "Hey Sam!" is capitalised. Dropped after scoring, so the other
@@ -689,6 +694,22 @@ def _counted(s: Span, stop: frozenset[str]) -> str:
         if word.lower() not in stop:
             break
     return " ".join([s.text, *after])
+
+
+def _in_unit(c: Candidate, units: tuple[str, ...], stop: frozenset[str], text: str) -> bool:
+    """Whether the number ``c`` is said in one of ``units``: the word after it is one ("18
+    *years* old", "三*岁*"), or no word of its own follows ("She's 63 now", "今年三岁。")."""
+    if not isinstance(c.value, (int, float)):
+        return True
+    if c.features.get("money", 0.0) < 0:
+        return False  # an amount of money, for an attribute that is none
+    right = text[c.end :].lstrip(" -")
+    if not right:
+        return True
+    if has_cjk(right[0]):
+        return right.startswith(units) or right[0] in stop
+    words = re.findall(r"[\w'’]+", right)
+    return not words or words[0].lower() in units or words[0].lower() in stop
 
 
 def _parts(name: str) -> list[str]:

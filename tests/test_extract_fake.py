@@ -392,6 +392,32 @@ def test_a_number_in_another_unit_is_not_a_value_of_an_attribute_with_units() ->
         assert values(other, "count"), other
 
 
+def test_an_attribute_that_needs_its_word_takes_no_value_from_a_message_without_it() -> None:
+    """A birthday that needs its word: "her birthday is April 14" fills it, "moved in January"
+    does not; the same date attribute without ``needs_word`` takes January."""
+    from datetime import UTC
+
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    def schema(needs_word: bool):  # type: ignore[no-untyped-def]
+        attr = {"name": "birthday", "kind": "date", "aliases": ["生日"], "needs_word": needs_word}
+        return _schema_of("people", ["en", "zh"], {"Person": [attr]})
+
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+
+    def values(sch, text: str) -> set[object]:  # type: ignore[no-untyped-def]
+        found = SchemaEvidence(sch, None).candidates("Person", text, find_spans(sch.language, text, now))
+        return {c.value for c in found.get("birthday", [])}
+
+    strict = schema(True)
+    assert values(strict, "Her birthday is April 14.") == {"2026-04-14"}
+    assert values(strict, "妈妈的生日是3月8日") == {"2026-03-08"}
+    assert values(strict, "Leo moved to Portland in January.") == set()
+    assert values(schema(False), "Leo moved to Portland in January.") == {"2026-01"}
+    assert strict.entity("Person").attribute("birthday").needs_word
+
+
 def test_a_cjk_span_is_bounded_by_whole_function_words_not_by_a_character_of_one() -> None:
     from datetime import UTC
 

@@ -87,6 +87,9 @@ class Attribute(BaseModel):
     values: tuple[EnumValue, ...] = Field(default=(), max_length=MAX_ENUM)  # enum kind only
     unit: tuple[str, ...] = Field(default=(), max_length=16)  # number kind: words of its unit
     aliases: tuple[str, ...] = Field(default=(), max_length=16)  # other words for it ("生日", "phone")
+    # the value is taken only from a message saying one of its words (name, aliases): a birthday,
+    # not any date told about a person
+    needs_word: bool = False
 
     @field_validator("name")
     @classmethod
@@ -477,6 +480,8 @@ def _attribute_dict(a: Attribute) -> dict[str, Any]:
         out["unit"] = list(a.unit)
     if a.aliases:
         out["aliases"] = list(a.aliases)
+    if a.needs_word:
+        out["needs_word"] = True
     return out
 
 

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..domain.schema import Attribute, EntityType, MemorySchema
-from ..lang import Language, has_cjk
+from ..lang import Language, find_word, has_cjk
 from ..lang.segment import search_terms
 from ..model.embed import Embedder
 from .examples import ExampleBank
@@ -447,6 +447,8 @@ class SchemaEvidence:
                         cue_at[c.start] = taught_cue(self.lang, text, c.start)
                     c.score += TAUGHT_CUE * bank.cue_share(name, cue_at[c.start])
         for name, cs in out.items():
+            if infos[name].attr.needs_word and not any(find_word(low, w) >= 0 for w in infos[name].name_forms):
+                cs.clear()  # "moved to Portland in January" says no birthday
             if units := tuple(u.lower() for u in infos[name].attr.unit):
                 # a number of another unit is not this one's: "850 dollars", "20 minutes" are no
                 # age in years (dropped after scoring, like the names below)

@@ -179,6 +179,7 @@ def test_months_are_whole_words(text: str, dates: list[str]) -> None:
         ("Ben: My manager told me on Monday, it starts in May.", "2026-03-16"),
         ("She started on Monday.", "2026-03-16"),  # a subject, then a past ending
         ("Did you go on Monday?", "2026-03-16"),
+        ("Ben: I went surfing for the first time on Saturday.", "2026-03-14"),  # "went", then "-ing"
         ("周一去了医院。", "2026-03-16"),
         ("Let's meet on Thursday.", "2026-03-26"),  # not the past: the one ahead
         ("I need it on Monday.", "2026-03-23"),  # "need" is no past verb

@@ -140,14 +140,15 @@ class Language:
     @cached_property
     def _past(self) -> re.Pattern[str]:
         lx = self.lex
-        words = [*lx.past_markers, *(k for k in lx.irregular_forms if k.isascii())]
-        parts = [alternation(words)]
+        # "was hoping", "were wondering": a marker before an "-ing" word is a polite present
+        parts = [alternation(lx.past_markers) + r"(?!\s+\w+ing\b)"]
+        if forms := [k for k in lx.irregular_forms if k.isascii()]:
+            parts.append(alternation(forms))  # "ran", "went surfing"
         if lx.past_suffixes and lx.subjects:
             # "she started", "I twisted": a subject then a word with a past ending
             ends = alternation(lx.past_suffixes, boundary=False)
             parts.append(rf"{alternation(lx.subjects)}\s+[a-z]{{3,}}{ends}\b")
-        # "was hoping", "were wondering": a polite present, not the past
-        return re.compile(rf"(?:{'|'.join(parts)})(?!\s+\w+ing\b)", re.I)
+        return re.compile("|".join(parts), re.I)
 
     def past_tense(self, sentence: str) -> bool:
         """Whether ``sentence`` tells of the past ("I ran 10 km on Thursday", "周一去了医院")."""

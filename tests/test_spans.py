@@ -180,6 +180,9 @@ def test_months_are_whole_words(text: str, dates: list[str]) -> None:
         ("She started on Monday.", "2026-03-16"),  # a subject, then a past ending
         ("Did you go on Monday?", "2026-03-16"),
         ("Ben: I went surfing for the first time on Saturday.", "2026-03-14"),  # "went", then "-ing"
+        ("I ran there this Monday.", "2026-03-16"),  # this week's Monday, already past
+        ("We went there this Sunday.", "2026-03-22"),  # this week's Sunday is still ahead
+        ("I'm meeting her this Monday.", "2026-03-23"),
         ("周一去了医院。", "2026-03-16"),
         ("Let's meet on Thursday.", "2026-03-26"),  # not the past: the one ahead
         ("I need it on Monday.", "2026-03-23"),  # "need" is no past verb

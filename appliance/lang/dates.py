@@ -189,10 +189,13 @@ def find_dates(lang: Language, text: str, now: datetime) -> list[DateSpan]:
                 d = today + timedelta(days=ahead + (7 if ahead == 0 or "week" in m.group(0).lower() else 0))
             elif delta == -1:
                 d = today - timedelta(days=(today.weekday() - target) % 7 or 7)
-            elif not (m.group("mod") or m.group("after")) and lang.past_tense(
+            elif (not (m.group("mod") or m.group("after")) or target <= today.weekday()) and lang.past_tense(
                 lang.sentence_at(text, m.start(), m.end())
             ):
-                d = today - timedelta(days=(today.weekday() - target) % 7 or 7)  # "I ran on Thursday"
+                # told in the past: "I ran on Thursday" is the Thursday before; "this Monday" the
+                # Monday of this week (today's weekday bare is a week ago, with "this" today)
+                back = (today.weekday() - target) % 7
+                d = today - timedelta(days=back or (0 if m.group("mod") or m.group("after") else 7))
             else:
                 d = today + timedelta(days=ahead)
             day(d, m)

@@ -327,11 +327,6 @@ def test_a_writer_who_capitalises_names_writes_no_name_in_lower_case() -> None:
     """ "Hey Sam! Long time no talk": the writer capitalised Sam, so "talk" is no person; a writer
     who capitalises nothing ("directed by tina gordon") keeps their lower-case names, and an
     attribute that is no name ("what happened") keeps lower-case words."""
-    from datetime import UTC
-
-    from appliance.extract.evidence import SchemaEvidence
-    from appliance.extract.spans import find_spans
-
     schema = _schema_of(
         "people",
         ["en"],
@@ -342,12 +337,9 @@ def test_a_writer_who_capitalises_names_writes_no_name_in_lower_case() -> None:
             ]
         },
     )
-    evidence = SchemaEvidence(schema, None)
-    now = datetime(2026, 12, 1, tzinfo=UTC)
 
     def surfaces(text: str, attribute: str) -> set[str]:
-        found = evidence.candidates("Meeting", text, find_spans(schema.language, text, now))
-        return {c.surface for c in found.get(attribute, [])}
+        return {c.surface for c in _candidates(schema, "Meeting", text).get(attribute, [])}
 
     cased = "Iris: Hey Sam! Long time no talk, how have you been?"
     assert "Sam" in surfaces(cased, "people") and "talk" not in surfaces(cased, "people")
@@ -362,11 +354,6 @@ def test_a_writer_who_capitalises_names_writes_no_name_in_lower_case() -> None:
 def test_a_number_in_another_unit_is_not_a_value_of_an_attribute_with_units() -> None:
     """An age declared in years takes "18 years old", "63" and "三岁", never "850 dollars",
     "20 minutes" or a "12-week" plan; an attribute without units takes any number."""
-    from datetime import UTC
-
-    from appliance.extract.evidence import SchemaEvidence
-    from appliance.extract.spans import find_spans
-
     schema = _schema_of(
         "people",
         ["en", "zh"],
@@ -377,12 +364,9 @@ def test_a_number_in_another_unit_is_not_a_value_of_an_attribute_with_units() ->
             ]
         },
     )
-    evidence = SchemaEvidence(schema, None)
-    now = datetime(2026, 12, 1, tzinfo=UTC)
 
     def values(text: str, attribute: str) -> set[object]:
-        found = evidence.candidates("Person", text, find_spans(schema.language, text, now))
-        return {c.value for c in found.get(attribute, [])}
+        return {c.value for c in _candidates(schema, "Person", text).get(attribute, [])}
 
     assert values("Kieran, 18 years old", "age") == {18}
     assert values("She's 63 now.", "age") == {63}
@@ -395,20 +379,13 @@ def test_a_number_in_another_unit_is_not_a_value_of_an_attribute_with_units() ->
 def test_an_attribute_that_needs_its_word_takes_no_value_from_a_message_without_it() -> None:
     """A birthday that needs its word: "her birthday is April 14" fills it, "moved in January"
     does not; the same date attribute without ``needs_word`` takes January."""
-    from datetime import UTC
-
-    from appliance.extract.evidence import SchemaEvidence
-    from appliance.extract.spans import find_spans
 
     def schema(needs_word: bool):  # type: ignore[no-untyped-def]
         attr = {"name": "birthday", "kind": "date", "aliases": ["生日"], "needs_word": needs_word}
         return _schema_of("people", ["en", "zh"], {"Person": [attr]})
 
-    now = datetime(2026, 12, 1, tzinfo=UTC)
-
     def values(sch, text: str) -> set[object]:  # type: ignore[no-untyped-def]
-        found = SchemaEvidence(sch, None).candidates("Person", text, find_spans(sch.language, text, now))
-        return {c.value for c in found.get("birthday", [])}
+        return {c.value for c in _candidates(sch, "Person", text).get("birthday", [])}
 
     strict = schema(True)
     assert values(strict, "Her birthday is April 14.") == {"2026-04-14"}
@@ -463,6 +440,17 @@ def test_words_another_enum_value_fits_better_are_not_a_values_evidence() -> Non
     found = evidence.candidates("Trip", text, find_spans(schema.language, text, datetime(2026, 5, 1, tzinfo=UTC)))
     on_concerts = {c.value for c in found["category"] if c.surface == "concerts"}
     assert on_concerts == {"Music"}  # Sports' closest words, but Music's evidence
+
+
+def _candidates(schema, entity: str, text: str):  # type: ignore[no-untyped-def]
+    """The scored candidates of ``entity``'s attributes in ``text``, no encoder (evidence tests)."""
+    from datetime import UTC
+
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    spans = find_spans(schema.language, text, datetime(2026, 12, 1, tzinfo=UTC))
+    return SchemaEvidence(schema, None).candidates(entity, text, spans)
 
 
 def _schema_of(domain: str, languages: list[str], entities: dict[str, list[dict[str, object]]]):  # type: ignore[no-untyped-def]

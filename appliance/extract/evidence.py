@@ -446,22 +446,20 @@ class SchemaEvidence:
                     if c.start not in cue_at:
                         cue_at[c.start] = taught_cue(self.lang, text, c.start)
                     c.score += TAUGHT_CUE * bank.cue_share(name, cue_at[c.start])
+        # candidates the attribute cannot take, dropped after scoring so that no other attribute's
+        # margins move
         for name, cs in out.items():
-            if infos[name].attr.needs_word and not any(find_word(low, w) >= 0 for w in infos[name].name_forms):
+            a = infos[name].attr
+            if a.needs_word and not any(find_word(low, w) >= 0 for w in infos[name].name_forms):
                 cs.clear()  # "moved to Portland in January" says no birthday
-            if units := tuple(u.lower() for u in infos[name].attr.unit):
-                # a number of another unit is not this one's: "850 dollars", "20 minutes" are no
-                # age in years (dropped after scoring, like the names below)
+            if units := tuple(u.lower() for u in a.unit):
+                # a number of another unit is not this one's: "850 dollars", "20 minutes" are no age
                 cs[:] = [c for c in cs if _in_unit(c, units, self._stop, text)]
-        if cased:
-            # a writer who capitalises names writes none in lower case: "Long time no *talk*" holds
-            # no person where "Hey Sam!" is capitalised. Dropped after scoring, so the other
-            # attributes' margins stay as they were (SGD all turns, no model: slot P 0.893 → 0.895,
-            # no service lower; its lower-case writers capitalise no name, and keep theirs)
-            for name, cs in out.items():
-                if infos[name].attr.format == "name":
-                    cs[:] = [c for c in cs if not (c.surface.islower() and not has_cjk(c.surface))]
-        for cs in out.values():
+            if cased and a.format == "name":
+                # a writer who capitalises names writes none in lower case: "Long time no *talk*"
+                # holds no person where "Hey Sam!" is capitalised (SGD all turns, no model: slot P
+                # 0.893 → 0.895, no service lower; its lower-case writers capitalise no name)
+                cs[:] = [c for c in cs if not (c.surface.islower() and not has_cjk(c.surface))]
             cs.sort(key=lambda c: -c.score)
         return out
 

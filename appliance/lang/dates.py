@@ -116,6 +116,13 @@ def _zh_numeral(text: str) -> int:
     return (_ZH_DIGITS[tens] if tens else 1) * 10 + (_ZH_DIGITS[ones] if ones else 0)
 
 
+def _weekday_before(today: date, target: int, today_counts: bool = False) -> date:
+    """The latest day with weekday ``target`` before ``today`` (or ``today`` itself when
+    ``today_counts``): "last Monday", "I ran on Monday", "I ran there this Monday"."""
+    back = (today.weekday() - target) % 7
+    return today - timedelta(days=back or (0 if today_counts else 7))
+
+
 def _mod_delta(lang: Language, word: str | None) -> int:
     if not word:
         return 0
@@ -188,14 +195,13 @@ def find_dates(lang: Language, text: str, now: datetime) -> list[DateSpan]:
             if delta == 1:
                 d = today + timedelta(days=ahead + (7 if ahead == 0 or "week" in m.group(0).lower() else 0))
             elif delta == -1:
-                d = today - timedelta(days=(today.weekday() - target) % 7 or 7)
+                d = _weekday_before(today, target)
             elif (not (m.group("mod") or m.group("after")) or target <= today.weekday()) and lang.past_tense(
                 lang.sentence_at(text, m.start(), m.end())
             ):
                 # told in the past: "I ran on Thursday" is the Thursday before; "this Monday" the
                 # Monday of this week (today's weekday bare is a week ago, with "this" today)
-                back = (today.weekday() - target) % 7
-                d = today - timedelta(days=back or (0 if m.group("mod") or m.group("after") else 7))
+                d = _weekday_before(today, target, today_counts=bool(m.group("mod") or m.group("after")))
             else:
                 d = today + timedelta(days=ahead)
             day(d, m)
@@ -247,7 +253,7 @@ def _han_dates(lang: Language, text: str, today: date, add: object, day: object)
         monday = today - timedelta(days=today.weekday())
         weeks = 2 if mod == "下下" else 1 if mod.startswith("下") else -1 if mod.startswith("上") else 0
         if not mod and lang.past_tense(lang.sentence_at(text, m.start(), m.end())):
-            day_(today - timedelta(days=(today.weekday() - target) % 7 or 7), m)  # "周一去了医院"
+            day_(_weekday_before(today, target), m)  # "周一去了医院"
         elif not mod:
             ahead = (target - today.weekday()) % 7
             day_(today + timedelta(days=ahead), m)

@@ -172,20 +172,21 @@ class Language:
             return True
         return False
 
+    @cached_property
+    def _sentence_end(self) -> re.Pattern[str]:
+        return re.compile(alternation(self.lex.sentence_ends, boundary=False))
+
     def sentence_at(self, text: str, start: int, end: int) -> str:
         """The sentence of ``text`` holding ``text[start:end]``."""
-        ends = [e for e in self.lex.sentence_ends if e]
-        before = max((text.rfind(e, 0, start) + len(e) for e in ends if text.rfind(e, 0, start) >= 0), default=0)
-        after = min((i for e in ends if (i := text.find(e, end)) >= 0), default=len(text))
-        return text[before:after]
+        before = max((m.end() for m in self._sentence_end.finditer(text, 0, start)), default=0)
+        after = self._sentence_end.search(text, end)
+        return text[before : after.start() if after else len(text)]
 
     def sentences(self, text: str) -> list[str]:
         """``text`` cut after each sentence end, the ends kept, blanks dropped."""
-        if not self.lex.sentence_ends:
-            return [text]
-        parts = re.split("(" + alternation(self.lex.sentence_ends, boundary=False) + ")", text)
-        joined = ["".join(parts[i : i + 2]) for i in range(0, len(parts), 2)]
-        return [s.strip() for s in joined if s.strip()]
+        cuts = [m.end() for m in self._sentence_end.finditer(text)]
+        pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+        return [p.strip() for p in pieces if p.strip()]
 
     @cached_property
     def _lookup(self) -> re.Pattern[str]:

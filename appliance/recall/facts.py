@@ -33,7 +33,7 @@ from datetime import date, datetime
 from ..domain.schema import MemorySchema
 from ..extract.spans import find_spans
 from ..lang import Language, alternation, has_cjk
-from ..lang.dates import find_dates
+from ..lang.dates import DateSpan, find_dates
 from ..lang.segment import cjk_pieces, index_terms, tokens
 
 __all__ = ["QuestionFacts", "question_facts", "schema_vocabulary"]
@@ -133,8 +133,12 @@ def question_facts(schema: MemorySchema, question: str, now: datetime) -> Questi
     groups: dict[int, list[str]] = {}
     for p, end in pieces:
         groups.setdefault(end, []).append(p)
-    dated = [d for d in find_dates(lang, question, now) if d.first is not None and d.last is not None]
-    ranges: list[tuple[date, date]] = [(d.first, d.last) for d in dated if d.first and d.last]
+    dated: list[DateSpan] = []  # the question's time expressions that cover days
+    ranges: list[tuple[date, date]] = []
+    for d in find_dates(lang, question, now):
+        if d.first is not None and d.last is not None:
+            dated.append(d)
+            ranges.append((d.first, d.last))
     # the words of a time expression ("on Monday", "上周") limit the days; they are not asked about
     when_terms = {t for d in dated for t in index_terms(question[d.start : d.end])}
     if ranges:

@@ -330,6 +330,27 @@ def test_not_found_for_a_speaker_asked_what_only_the_other_told(settings) -> Non
     plain.close()
 
 
+def test_a_speaker_is_read_in_the_memories_holding_most_of_the_words(settings) -> None:  # type: ignore[no-untyped-def]
+    """No memory says every word of "Where did Iris present her water sensor?": Sam's turn says
+    two of them and tells of Sam; Iris's "water filters" says one — it is no telling of a sensor."""
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 3, 7, 19, 0, tzinfo=UTC)
+    turns = [
+        "Sam: A conference for work, I presented our new water sensor.",
+        "Iris: How did the talk go?",
+        "Sam: Better than I expected.",
+        "Iris: My students are building water filters for the science fair.",
+    ]
+    app = _fake_app(settings, "personal_memory", "most.duckdb")
+    for i, text in enumerate(turns):
+        app.record(text, "s", now=t0 + timedelta(minutes=i))
+    later = t0 + timedelta(days=30)
+    assert "of Iris" in app.recall("Where did Iris present her water sensor?", "s", now=later).not_found
+    assert not app.recall("Where did Sam present his water sensor?", "s", now=later).not_found
+    app.close()
+
+
 def test_a_period_holding_nothing_is_said_and_other_days_are_neighbours(settings) -> None:  # type: ignore[no-untyped-def]
     """ "What did I cook on 18 May?" when nothing is stored on that day: the context says so and
     shows the cooking told on another day as a neighbour, not an empty list; a day that holds

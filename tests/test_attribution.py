@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from appliance.lang import language_for
-from appliance.recall.attribution import content_words, names, tells_of
+from appliance.recall.attribution import content_words, named_beyond_address, names, tells_of
 
 LANG = language_for(("en", "zh"))
 
@@ -37,3 +37,25 @@ def test_names_are_whole_words_and_content_words_leave_the_person_out() -> None:
     assert "阿浩做" not in said and "做" not in said  # the name's stray character is no word
     assert said[:1] == ["茶杯送"] and "dog" in said
     assert content_words(["Nora's Portuguese"], "Nora", lambda r: r)[0][0] == "Portuguese"
+
+
+def test_calling_someone_by_name_is_no_telling_of_them() -> None:
+    # "小雨！…我考过游泳了！" is 阿浩's news said to 小雨: the name only calls her
+    passed = "阿浩：小雨！告诉你个好消息，我考过游泳了！"
+    assert not tells_of(LANG, passed, "小雨", {"游泳"}) and tells_of(LANG, passed, "阿浩", {"游泳"})
+    assert not tells_of(LANG, "Sam: Iris! Good, busy. I just got back from Montreal.", "Iris", {"montreal"})
+    assert not named_beyond_address(LANG, "Hey Sam, I got back from Montreal.", "Sam")
+    # named beyond the call: a name inside a sentence, or after a word that is no greeting
+    assert named_beyond_address(LANG, "Dana got engaged! Her boyfriend Felix proposed.", "Felix")
+    assert named_beyond_address(LANG, "Tell Felix!", "Felix")
+    assert named_beyond_address(LANG, "Iris! Iris got a cat.", "Iris")
+
+
+def test_the_person_is_read_in_the_clauses_holding_the_words() -> None:
+    # "我跟你说" says "你", the news after the comma is the speaker's own
+    proposal = "小雨：我跟你说，大伟跟我求婚了！"
+    assert not tells_of(LANG, proposal, "阿浩", {"求婚"}) and tells_of(LANG, proposal, "小雨", {"求婚"})
+    assert tells_of(LANG, "Ben: Congrats, did your dog settle in?", "Nora", {"dog"})
+    # no clause holding the words alone: the whole sentence is read
+    assert tells_of(LANG, "Ben: You, of all people, adopted a dog?", "Nora", {"adopt", "dog"})
+    assert LANG.clauses("我跟你说，大伟跟我求婚了！") == ["我跟你说，", "大伟跟我求婚了！"]

@@ -190,6 +190,7 @@ LEXICON = Lexicon(
     first_person=("i", "i'm", "i've", "i'll", "i'd", "me", "my", "mine", "myself", "we", "we're", "we've", "us", "our"),
     second_person=("you", "you're", "you've", "you'll", "you'd", "your", "yours", "yourself"),
     sentence_ends=(".", "!", "?"),
+    clause_ends=(",", ";", ":"),
     past_markers=("did", "didn't", "was", "wasn't", "were", "weren't", "had", "hadn't", "yesterday", "ago"),
     past_suffixes=("ed",),
     subjects=("i", "we", "you", "he", "she", "they", "it"),

@@ -184,9 +184,15 @@ class Language:
 
     def sentences(self, text: str) -> list[str]:
         """``text`` cut after each sentence end, the ends kept, blanks dropped."""
-        cuts = [m.end() for m in self._sentence_end.finditer(text)]
-        pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
-        return [p.strip() for p in pieces if p.strip()]
+        return _cut(text, self._sentence_end)
+
+    @cached_property
+    def _clause_end(self) -> re.Pattern[str]:
+        return re.compile(alternation(self.lex.clause_ends, boundary=False))
+
+    def clauses(self, sentence: str) -> list[str]:
+        """``sentence`` cut after each clause end (a comma, "，"), the ends kept, blanks dropped."""
+        return _cut(sentence, self._clause_end) if self.lex.clause_ends else [sentence.strip()]
 
     @cached_property
     def _lookup(self) -> re.Pattern[str]:
@@ -321,3 +327,9 @@ class Language:
 
     def mentions_currency(self, text: str) -> bool:
         return bool(self._currency.search(text))
+
+
+def _cut(text: str, ends: re.Pattern[str]) -> list[str]:
+    cuts = [m.end() for m in ends.finditer(text)]
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+    return [p.strip() for p in pieces if p.strip()]

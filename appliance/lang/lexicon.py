@@ -47,6 +47,7 @@ class Lexicon:
     first_person: tuple[str, ...] = ()  # "I", "my", "我": the speaker speaks of themself
     second_person: tuple[str, ...] = ()  # "you", "your", "你": of the one spoken to
     sentence_ends: tuple[str, ...] = ()  # ".", "。": where a sentence of a turn ends
+    clause_ends: tuple[str, ...] = ()  # ",", "，": where a clause of a sentence ends
     # --- tense: a bare weekday in a sentence told in the past is the one before ("I ran on
     # Thursday"), otherwise the one ahead ("Book it for Thursday") ----------------------------
     past_markers: tuple[str, ...] = ()  # "did", "was", "了": the sentence tells the past

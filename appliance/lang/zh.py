@@ -95,6 +95,7 @@ LEXICON = Lexicon(
     first_person=("我",),  # 我们 too
     second_person=("你", "您"),  # 你们 too
     sentence_ends=("。", "！", "？", "!", "?"),
+    clause_ends=("，", "；", "：", ",", ";"),
     past_markers=("了", "过", "昨天", "前天"),
     negations=("没有", "没", "未", "不"),
     negation_bridges=("已经", "已", "有", "要", "需要", "想"),

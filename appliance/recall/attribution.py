@@ -6,10 +6,13 @@ what only the other told ("When did Ben adopt a dog?") finds every word it says 
 never of Ben. Long personal-conversation benchmarks ask exactly this (adversarial questions);
 the honest answer is that it is not known, not the other person's fact.
 
-A sentence tells of a speaker when it names them; when it is their own, said in the first
+A sentence tells of a speaker when it names them (calling them by name is no telling of them:
+"小雨！告诉你个好消息，我考过游泳了！" is 阿浩's news); when it is their own, said in the first
 person or a statement naming nobody ("The Riverside Half, on May 10."); when another speaker
 says it to them ("you", "your") or asks them (a question not in the first person: "Which ones
-did you get?", "海豹吗？什么颜色？"). A turn without a speaker label may tell of anyone.
+did you get?", "海豹吗？什么颜色？"). The person is read in the clauses that hold the asked words
+when there are such: "我跟你说，大伟跟我求婚了！" tells the speaker's own news, not the
+listener's. A turn without a speaker label may tell of anyone.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from ..lang.language import Language
 from ..lang.segment import index_terms
 from ..lang.speakers import opening, speaker
 
-__all__ = ["names", "tells_of", "content_words"]
+__all__ = ["names", "named_beyond_address", "tells_of", "content_words"]
 
 
 def names(text: str, person: str) -> bool:
@@ -30,6 +33,23 @@ def names(text: str, person: str) -> bool:
     if has_cjk(person):
         return person in text
     return re.search(rf"(?<![\w'’]){re.escape(person)}(?![\w])", text) is not None
+
+
+def named_beyond_address(lang: Language, body: str, person: str) -> bool:
+    """Whether ``body`` names ``person`` other than by calling them ("Iris! Good, busy.",
+    "Hey Sam, …", "小雨！…": the name, only greetings before it in its sentence, a sentence or
+    clause end after it)."""
+    greetings = {g for w in lang.lex.greetings for g in w.lower().split()}
+    ends = tuple(lang.lex.sentence_ends + lang.lex.clause_ends)
+    for sentence in lang.sentences(body):
+        for m in re.finditer(re.escape(person), sentence):
+            if not names(sentence[m.start() :], person):
+                continue  # inside another word
+            before = re.findall(r"[\w'’]+", sentence[: m.start()].lower())
+            called = sentence[m.end() :].lstrip().startswith(ends) and all(w in greetings for w in before)
+            if not called:
+                return True
+    return False
 
 
 def content_words(
@@ -65,12 +85,14 @@ def tells_of(lang: Language, text: str, person: str, terms: set[str]) -> bool:
     its sentences holding any of ``terms`` say (module docstring)."""
     who = speaker(text)
     body = text[opening(text) :]
-    if who is None or names(body, person):
+    if who is None or named_beyond_address(lang, body, person):
         return True
     for sentence in lang.sentences(body):
         if not terms & set(index_terms(sentence)):
             continue
-        me, you = lang.speaks_of_self(sentence), lang.speaks_to(sentence)
+        holding = [c for c in lang.clauses(sentence) if terms & set(index_terms(c))] or [sentence]
+        me = any(lang.speaks_of_self(c) for c in holding)
+        you = any(lang.speaks_to(c) for c in holding)
         asks = lang.is_question(sentence)
         if who == person and (me or not (you or asks)):
             return True

@@ -314,6 +314,7 @@ class RecallService:
         ids: set[str] = set()
         for combo in _combinations([alternatives for _, alternatives in words]):
             ids.update(lex.holding(scope, combo, limit=ATTRIBUTION_DEPTH))
+        together = bool(ids)
         if not ids:
             for _, alternatives in words:
                 for reading in alternatives:
@@ -325,6 +326,14 @@ class RecallService:
             return ""
         said_terms = {t for _, alternatives in words for a in alternatives for t in a}
         memories = self.store.records.by_ids(list(ids))
+        if not together:
+            # no memory holds every word: those holding the most of them, when that is two or
+            # more ("Sam: I presented our new water sensor" for "Where did Iris present her water
+            # sensor?"; Iris's "water filters" holds one word and tells nothing of a sensor)
+            held = {m.memory_id: _words_held(m.source_text, words) for m in memories}
+            most = max(held.values(), default=0)
+            if most >= 2:
+                memories = [m for m in memories if held[m.memory_id] == most]
         if any(tells_of(schema.language, m.source_text, person, said_terms) for m in memories):
             return ""
         said = ", ".join(repr(surface) for surface, _ in words)
@@ -420,6 +429,12 @@ def _combinations(words: list[list[list[str]]]) -> list[list[str]]:
     for alternatives in words:
         combos = [c + a for c in combos for a in alternatives][:27]
     return combos
+
+
+def _words_held(text: str, words: list[tuple[str, list[list[str]]]]) -> int:
+    """How many of the question's ``words`` (each its alternative readings' terms) ``text`` holds."""
+    terms = set(index_terms(text))
+    return sum(any(set(reading) <= terms for reading in alternatives) for _, alternatives in words)
 
 
 def _shape_test(schema: MemorySchema, facts: QuestionFacts) -> Callable[[MemoryRecord], bool] | None:

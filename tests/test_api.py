@@ -386,6 +386,29 @@ def test_a_date_told_with_the_thing_answers_a_bare_when(settings) -> None:  # ty
     app.close()
 
 
+def test_an_age_needs_a_number_said_in_years_or_in_no_unit(settings) -> None:  # type: ignore[no-untyped-def]
+    """ "How old is Dana?" where Dana only "finished ten minutes ahead": no number of hers is an
+    age — not found; "Ellie, she's 9" tells one, and so does the reply to a question naming her."""
+    from datetime import UTC, datetime, timedelta
+
+    app = _fake_app(settings, "personal_memory", "age.duckdb")
+    t0 = datetime(2026, 5, 16, 17, 0, tzinfo=UTC)
+    told = [
+        "Sam: Claire's kids are Ellie, she's 9, and Rory.",
+        "Iris: How is Tasha doing?",
+        "Sam: Great, she turned 41 in May.",
+        "Iris: Dana ran it with me, she finished ten minutes ahead.",
+        "Sam: Next year you'll beat her.",
+    ]
+    for i, text in enumerate(told):
+        app.record(text, "a", now=t0 + timedelta(minutes=i))
+    later = t0 + timedelta(days=3)
+    assert "no age stored for Dana" in app.recall("How old is Dana?", "a", now=later).not_found
+    assert not app.recall("How old is Ellie?", "a", now=later).not_found
+    assert not app.recall("How old is Tasha?", "a", now=later).not_found
+    app.close()
+
+
 def _chat(settings, db: str, turns: list[str], t0: Any, step: Any) -> tuple[Appliance, list[Any]]:  # type: ignore[no-untyped-def]
     """A fake-model appliance without an encoder holding ``turns`` in session "s", ``step`` apart."""
     app = Appliance(db=settings.home / db, model=FakeEngine(), settings=settings, embedder=None)

@@ -42,6 +42,7 @@ import numpy as np
 
 from ..domain.schema import Attribute, EntityType, MemorySchema
 from ..lang import Language, find_word, has_cjk
+from ..lang.numbers import said_in_unit
 from ..lang.segment import search_terms
 from ..model.embed import Embedder
 from .examples import ExampleBank
@@ -697,19 +698,13 @@ def _counted(s: Span, stop: frozenset[str]) -> str:
 
 
 def _in_unit(c: Candidate, units: tuple[str, ...], stop: frozenset[str], text: str) -> bool:
-    """Whether the number ``c`` is said in one of ``units``: the word after it is one ("18
-    *years* old", "三*岁*"), or no word of its own follows ("She's 63 now", "今年三岁。")."""
+    """Whether the number ``c`` is said in one of ``units`` (``said_in_unit``); an amount of
+    money is said in none but money."""
     if not isinstance(c.value, (int, float)):
         return True
     if c.features.get("money", 0.0) < 0:
         return False  # an amount of money, for an attribute that is none
-    right = text[c.end :].lstrip(" -")
-    if not right:
-        return True
-    if has_cjk(right[0]):
-        return right.startswith(units) or right[0] in stop
-    words = re.findall(r"[\w'’]+", right)
-    return not words or words[0].lower() in units or words[0].lower() in stop
+    return said_in_unit(text, c.end, units, stop)
 
 
 def _parts(name: str) -> list[str]:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .language import Language, alternation
+from .language import Language, alternation, has_cjk
 
 __all__ = [
     "NumberSpan",
@@ -243,3 +243,16 @@ def _with_ranges(lang: Language, text: str, nums: list[NumberSpan]) -> list[Numb
                 NumberSpan(start, a.end, text[start : a.end], range_value(low_value, None, op), a.money, False)
             )
     return sorted([*ranges, *nums], key=lambda n: (n.start, -(n.end - n.start)))
+
+
+def said_in_unit(text: str, end: int, units: tuple[str, ...], small_words: frozenset[str]) -> bool:
+    """Whether the number ending at ``end`` of ``text`` is said in one of ``units`` (lower case):
+    the word after it is one ("18 *years* old", "三*岁*"), or no word of its own follows ("She's
+    63 now", "今年三岁。"). "20 minutes" is said in no unit of an age."""
+    right = text[end:].lstrip(" -")
+    if not right:
+        return True
+    if has_cjk(right[0]):
+        return right.startswith(units) or right[0] in small_words
+    words = re.findall(r"[\w'’]+", right)
+    return not words or words[0].lower() in units or words[0].lower() in small_words

@@ -442,6 +442,33 @@ def test_words_another_enum_value_fits_better_are_not_a_values_evidence() -> Non
     assert on_concerts == {"Music"}  # Sports' closest words, but Music's evidence
 
 
+def test_a_free_string_takes_no_bare_count_and_an_address_no_lower_case_word() -> None:
+    """ "I ran 8 kilometres": "8" without its unit is no value of "what happened" ("20元" and
+    "460 dollars" are); "nobody emails me" holds no street address where the writer capitalises
+    names ("12 Oak Street" is one); "How's" is a question word, no name or place."""
+    schema = _schema_of(
+        "chat",
+        ["en", "zh"],
+        {
+            "Event": [
+                {"name": "what", "kind": "string", "description": "what happened"},
+                {"name": "address", "kind": "string", "format": "address", "description": "street address"},
+                {"name": "people", "kind": "string", "format": "name", "description": "who was there"},
+            ]
+        },
+    )
+
+    def surfaces(text: str, attribute: str) -> set[str]:
+        return {c.surface for c in _candidates(schema, "Event", text).get(attribute, [])}
+
+    assert not {"8", "two"} & surfaces("Nora: I ran 8 kilometres, two more than Tasha.", "what")
+    assert "460 dollars" in surfaces("Nora: I made 460 dollars at the fair.", "what")
+    assert "20元" in surfaces("门票20元", "what")
+    assert "emails" not in surfaces("Ben: Much calmer, nobody emails me at midnight anymore.", "address")
+    assert "12 Oak Street" in surfaces("Ben: I moved to 12 Oak Street last week.", "address")
+    assert "How's" not in surfaces("Nora: How's it going, Ben?", "people")
+
+
 def _candidates(schema, entity: str, text: str):  # type: ignore[no-untyped-def]
     """The scored candidates of ``entity``'s attributes in ``text``, no encoder (evidence tests)."""
     from datetime import UTC

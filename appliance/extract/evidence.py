@@ -456,11 +456,19 @@ class SchemaEvidence:
             if units := tuple(u.lower() for u in a.unit):
                 # a number of another unit is not this one's: "850 dollars", "20 minutes" are no age
                 cs[:] = [c for c in cs if _in_unit(c, units, self._stop, text)]
+            if a.kind in ("string", "list") and not a.format:
+                # a free string holds an amount as written with its unit ("20元", "1小时 - 2小时",
+                # "460 dollars"); a bare count ("two", "8" of "8 kilometres") is no such value
+                cs[:] = [c for c in cs if not _bare_number(c)]
             if cased and a.format == "name":
                 # a writer who capitalises names writes none in lower case: "Long time no *talk*"
                 # holds no person where "Hey Sam!" is capitalised (SGD all turns, no model: slot P
                 # 0.893 → 0.895, no service lower; its lower-case writers capitalise no name)
                 cs[:] = [c for c in cs if not (c.surface.islower() and not has_cjk(c.surface))]
+            if cased and a.format == "address":
+                # nor a street address as one lower-case word without a number ("nobody *emails*
+                # me", "an *online* shop")
+                cs[:] = [c for c in cs if not (c.surface.islower() and c.surface.isalpha())]
             cs.sort(key=lambda c: -c.score)
         return out
 
@@ -695,6 +703,13 @@ def _counted(s: Span, stop: frozenset[str]) -> str:
         if word.lower() not in stop:
             break
     return " ".join([s.text, *after])
+
+
+def _bare_number(c: Candidate) -> bool:
+    """Whether ``c`` is a number written without a unit: digits or number words only."""
+    if not isinstance(c.value, (int, float)) or c.features.get("money", 0.0) > 0:
+        return False
+    return re.fullmatch(r"[\d.,\s]+|[^\W\d_]+", c.surface.strip()) is not None and not has_cjk(c.surface)
 
 
 def _in_unit(c: Candidate, units: tuple[str, ...], stop: frozenset[str], text: str) -> bool:

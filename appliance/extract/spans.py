@@ -188,6 +188,14 @@ def find_spans(lang: Language, text: str, now: datetime) -> list[Span]:
     return _dedupe(spans)
 
 
+def _unowned(word: str, possessive: tuple[str, ...]) -> str:
+    """``word`` without a possessive ending ("how's" → "how")."""
+    for suffix in possessive:
+        if word.endswith(suffix) and len(word) > len(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
 def _inside(start: int, end: int, spans: list[Span]) -> bool:
     return any(s.start <= start and end <= s.end for s in spans)
 
@@ -326,7 +334,13 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
     runs: list[list[Token]] = []
     current: list[Token] = []
     for i, t in enumerate(words):
-        ok = t.word and t.low not in stop and not _overlaps(t.start, t.end, typed)
+        # "how's", "where's": a function word with its "'s" is one too
+        ok = (
+            t.word
+            and t.low not in stop
+            and _unowned(t.low, possessive) not in stop
+            and not _overlaps(t.start, t.end, typed)
+        )
         joiner = (
             current
             and t.low in joiners

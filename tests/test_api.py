@@ -386,6 +386,27 @@ def test_a_date_told_with_the_thing_answers_a_bare_when(settings) -> None:  # ty
     app.close()
 
 
+def test_the_schemas_own_words_count_in_whose_fact_it_is(settings) -> None:  # type: ignore[no-untyped-def]
+    """ "shop" is a word of the personal-memory schema, yet what "What is Ben's online shop
+    called?" is about: with it, only Nora's shop and Ben's advice to her hold the words, and the
+    question is not found of Ben; Ben's own "buy one online" holds one of them."""
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2026, 7, 8, 17, 0, tzinfo=UTC)
+    turns = [
+        "Ben: I'll buy one online if you have any left.",
+        "Ben: You should open an online shop.",
+        "Nora: I opened the online shop last week, it's called Pepper Clay.",
+    ]
+    app = _fake_app(settings, "personal_memory", "shop.duckdb")
+    for i, text in enumerate(turns):
+        app.record(text, "s", now=t0 + timedelta(minutes=i))
+    later = t0 + timedelta(days=30)
+    assert "of Ben" in app.recall("What is Ben's online shop called?", "s", now=later).not_found
+    assert not app.recall("What is Nora's online shop called?", "s", now=later).not_found
+    app.close()
+
+
 def test_an_age_needs_a_number_said_in_years_or_in_no_unit(settings) -> None:  # type: ignore[no-untyped-def]
     """ "How old is Dana?" where Dana only "finished ten minutes ahead": no number of hers is an
     age — not found; "Ellie, she's 9" tells one, and so does the reply to a question naming her."""

@@ -308,7 +308,16 @@ class RecallService:
         if len(asked) != 1:
             return ""
         person = asked[0]
-        words = content_words([*facts.residual, *(k for k in facts.keys if k != person)], person, facts.said)
+        # the schema's own words say what is asked about too ("online *shop*", a "*wedding*"),
+        # except the names of attributes, which say what is asked for ("name", "phone"), and the
+        # question's generic words
+        residual = {t for w in facts.residual for x in w.split("|") for t in _terms(x)}
+        own = set(index_terms(person)) | set(facts.attribute_terms) | _generic_terms(schema.language)
+        own |= _attribute_names(schema)
+        schema_words = [t for t in facts.terms if t.isascii() and t not in residual and t not in own]
+        words = content_words(
+            [*facts.residual, *(k for k in facts.keys if k != person), *schema_words], person, facts.said
+        )
         if not words:
             return ""
         lex = self.store.lexical
@@ -457,6 +466,17 @@ def _combinations(words: list[list[list[str]]]) -> list[list[str]]:
     for alternatives in words:
         combos = [c + a for c in combos for a in alternatives][:27]
     return combos
+
+
+def _attribute_names(schema: MemorySchema) -> set[str]:
+    """The terms of the schema's attribute names and aliases ("name", "phone", "生日")."""
+    return {
+        t
+        for entity in schema.entities
+        for a in entity.attributes
+        for w in (a.name.replace("_", " "), *a.aliases)
+        for t in index_terms(w)
+    }
 
 
 def _words_held(text: str, words: list[tuple[str, list[list[str]]]]) -> int:

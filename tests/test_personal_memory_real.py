@@ -26,6 +26,7 @@ ENGLISH = [
     (FRIDAY, "Ingrid's birthday is on June 3."),
     (FRIDAY, "I started reading a novel by Octavia Butler."),
 ]
+FAMILY = [(MONDAY, "My nephew Leo is 9 and loves dinosaurs.")]
 CHAT = [  # two friends, each turn labelled with its speaker
     (MONDAY, "Nora: Guess what, we adopted a dog last weekend!"),
     (MONDAY, "Ben: No way! Does she run with you?"),
@@ -49,7 +50,7 @@ def _open(home: Path, engine) -> Appliance:  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def memory(_shared_real_engine, tmp_path_factory):  # type: ignore[no-untyped-def]
     app = _open(tmp_path_factory.mktemp("personal"), _shared_real_engine)
-    for session, turns in (("ana", ENGLISH), ("lei", CHINESE), ("chat", CHAT)):
+    for session, turns in (("ana", ENGLISH), ("lei", CHINESE), ("chat", CHAT), ("kin", FAMILY)):
         for i, (at, text) in enumerate(turns):
             app.record(text, session_id=session, now=at + timedelta(minutes=i))
     yield app
@@ -109,6 +110,7 @@ def test_a_time_expression_limits_recall_to_those_days(memory: Appliance) -> Non
         ("When is Tomasz's birthday?", "ana", "Tomasz"),  # a birthday is stored, but Ingrid's
         ("Where does Bartholomew work?", "ana", "Bartholomew"),  # never mentioned at all
         ("What is Ingrid's email address?", "ana", "Ingrid"),
+        ("How old is Tomasz?", "ana", "Tomasz"),  # "always early" states no age
         ("What is my cat's name?", "ana", "cat"),  # whatever its neighbours, no cat was ever told
         ("How much did the novel cost?", "ana", "novel"),  # the novel is told, no amount with it
         ("周凯的电话号码是多少？", "lei", "周凯"),
@@ -122,6 +124,10 @@ def test_what_was_never_told_is_said_to_be_not_found(
     res = memory.recall(question, session_id=session, now=FRIDAY + timedelta(days=1))
     assert res.not_found and subject in res.not_found, (question, res.not_found)
     assert res.context.startswith("Not found:")
+
+
+def test_an_age_told_is_found(memory: Appliance) -> None:
+    assert FAMILY[0][1] in _top_texts(memory, "How old is Leo?", "kin")
 
 
 def test_a_speaker_asked_what_only_the_other_told_is_not_found(memory: Appliance) -> None:

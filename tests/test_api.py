@@ -330,27 +330,6 @@ def test_not_found_for_a_speaker_asked_what_only_the_other_told(settings) -> Non
     plain.close()
 
 
-def test_a_speaker_is_read_in_the_memories_holding_most_of_the_words(settings) -> None:  # type: ignore[no-untyped-def]
-    """No memory says every word of "Where did Iris present her water sensor?": Sam's turn says
-    two of them and tells of Sam; Iris's "water filters" says one — it is no telling of a sensor."""
-    from datetime import UTC, datetime, timedelta
-
-    t0 = datetime(2026, 3, 7, 19, 0, tzinfo=UTC)
-    turns = [
-        "Sam: A conference for work, I presented our new water sensor.",
-        "Iris: How did the talk go?",
-        "Sam: Better than I expected.",
-        "Iris: My students are building water filters for the science fair.",
-    ]
-    app = _fake_app(settings, "personal_memory", "most.duckdb")
-    for i, text in enumerate(turns):
-        app.record(text, "s", now=t0 + timedelta(minutes=i))
-    later = t0 + timedelta(days=30)
-    assert "of Iris" in app.recall("Where did Iris present her water sensor?", "s", now=later).not_found
-    assert not app.recall("Where did Sam present his water sensor?", "s", now=later).not_found
-    app.close()
-
-
 def test_a_period_holding_nothing_is_said_and_other_days_are_neighbours(settings) -> None:  # type: ignore[no-untyped-def]
     """ "What did I cook on 18 May?" when nothing is stored on that day: the context says so and
     shows the cooking told on another day as a neighbour, not an empty list; a day that holds
@@ -386,47 +365,58 @@ def test_a_date_told_with_the_thing_answers_a_bare_when(settings) -> None:  # ty
     app.close()
 
 
-def test_the_schemas_own_words_count_in_whose_fact_it_is(settings) -> None:  # type: ignore[no-untyped-def]
-    """ "shop" is a word of the personal-memory schema, yet what "What is Ben's online shop
-    called?" is about: with it, only Nora's shop and Ben's advice to her hold the words, and the
-    question is not found of Ben; Ben's own "buy one online" holds one of them."""
+NOT_FOUND_CASES = {
+    # No memory says every word of "Where did Iris present her water sensor?": Sam's turn says two
+    # of them and tells of Sam; Iris's "water filters" says one — it is no telling of a sensor.
+    "the memories holding most of the words": (
+        [
+            "Sam: A conference for work, I presented our new water sensor.",
+            "Iris: How did the talk go?",
+            "Sam: Better than I expected.",
+            "Iris: My students are building water filters for the science fair.",
+        ],
+        {"Where did Iris present her water sensor?": "of Iris"},
+        ["Where did Sam present his water sensor?"],
+    ),
+    # "shop" is a word of the personal-memory schema, yet what the question is about: with it,
+    # only Nora's shop and Ben's advice to her hold the words; Ben's "buy one online" holds one.
+    "the schema's own words": (
+        [
+            "Ben: I'll buy one online if you have any left.",
+            "Ben: You should open an online shop.",
+            "Nora: I opened the online shop last week, it's called Pepper Clay.",
+        ],
+        {"What is Ben's online shop called?": "of Ben"},
+        ["What is Nora's online shop called?"],
+    ),
+    # Dana only "finished ten minutes ahead": no number of hers is an age; "Ellie, she's 9" tells
+    # one, and so does the reply to a question naming Tasha.
+    "an age said in years or in no unit": (
+        [
+            "Sam: Claire's kids are Ellie, she's 9, and Rory.",
+            "Iris: How is Tasha doing?",
+            "Sam: Great, she turned 41 in May.",
+            "Iris: Dana ran it with me, she finished ten minutes ahead.",
+            "Sam: Next year you'll beat her.",
+        ],
+        {"How old is Dana?": "no age stored for Dana"},
+        ["How old is Ellie?", "How old is Tasha?"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(NOT_FOUND_CASES))
+def test_not_found_is_said_of_whom_and_what_nothing_tells(settings, case: str) -> None:  # type: ignore[no-untyped-def]
     from datetime import UTC, datetime, timedelta
 
-    t0 = datetime(2026, 7, 8, 17, 0, tzinfo=UTC)
-    turns = [
-        "Ben: I'll buy one online if you have any left.",
-        "Ben: You should open an online shop.",
-        "Nora: I opened the online shop last week, it's called Pepper Clay.",
-    ]
-    app = _fake_app(settings, "personal_memory", "shop.duckdb")
-    for i, text in enumerate(turns):
-        app.record(text, "s", now=t0 + timedelta(minutes=i))
-    later = t0 + timedelta(days=30)
-    assert "of Ben" in app.recall("What is Ben's online shop called?", "s", now=later).not_found
-    assert not app.recall("What is Nora's online shop called?", "s", now=later).not_found
-    app.close()
-
-
-def test_an_age_needs_a_number_said_in_years_or_in_no_unit(settings) -> None:  # type: ignore[no-untyped-def]
-    """ "How old is Dana?" where Dana only "finished ten minutes ahead": no number of hers is an
-    age — not found; "Ellie, she's 9" tells one, and so does the reply to a question naming her."""
-    from datetime import UTC, datetime, timedelta
-
-    app = _fake_app(settings, "personal_memory", "age.duckdb")
+    turns, missing, found = NOT_FOUND_CASES[case]
     t0 = datetime(2026, 5, 16, 17, 0, tzinfo=UTC)
-    told = [
-        "Sam: Claire's kids are Ellie, she's 9, and Rory.",
-        "Iris: How is Tasha doing?",
-        "Sam: Great, she turned 41 in May.",
-        "Iris: Dana ran it with me, she finished ten minutes ahead.",
-        "Sam: Next year you'll beat her.",
-    ]
-    for i, text in enumerate(told):
-        app.record(text, "a", now=t0 + timedelta(minutes=i))
+    app = _recorded(settings, "nf.duckdb", turns, t0)
     later = t0 + timedelta(days=3)
-    assert "no age stored for Dana" in app.recall("How old is Dana?", "a", now=later).not_found
-    assert not app.recall("How old is Ellie?", "a", now=later).not_found
-    assert not app.recall("How old is Tasha?", "a", now=later).not_found
+    for question, said in missing.items():
+        assert said in app.recall(question, "s", now=later).not_found, question
+    for question in found:
+        assert not app.recall(question, "s", now=later).not_found, question
     app.close()
 
 
@@ -443,6 +433,16 @@ def _fake_app(settings, schema: Any, db: str) -> Appliance:  # type: ignore[no-u
     return Appliance(
         schema=schema, db=settings.home / db, model=FakeEngine(), settings=settings, embedder=FakeEmbedder()
     )
+
+
+def _recorded(settings, db: str, turns: list[str], t0: Any) -> Appliance:  # type: ignore[no-untyped-def]
+    """A fake-model appliance (personal memory) holding ``turns`` in session "s", a minute apart."""
+    from datetime import timedelta
+
+    app = _fake_app(settings, "personal_memory", db)
+    for i, text in enumerate(turns):
+        app.record(text, "s", now=t0 + timedelta(minutes=i))
+    return app
 
 
 def test_words_meet_across_derivations_in_recall(settings) -> None:  # type: ignore[no-untyped-def]

@@ -369,13 +369,12 @@ class RecallService:
     def _lacking(
         self, schema: MemorySchema, facts: QuestionFacts, named: list[Entity], scope: str | None, now: datetime
     ) -> str:
-        """A subject's asked value that no memory about the subject states: "What is Priya's
-        phone number?" when no memory about Priya holds a phone number, "How old is Dana?" when
-        none holds a number in years, "What is Felix's job?" when none names a job and no record
-        of them holds one. The subjects are the stored entities the question names and, for names
-        no entity carries, the memories whose text holds the name — with, in a transcript of
-        labelled speakers, the turn after each (the answer to "Is Priya still in town?" is "She
-        is. She's a nurse")."""
+        """A subject's asked value of a recognisable shape that no memory about the subject
+        states: "What is Priya's phone number?" when no memory about Priya holds a phone number,
+        "How old is Dana?" when none holds a number said in years or in no unit. The subjects are
+        the stored entities the question names and, for names no entity carries, the memories
+        whose text holds the name — for an age, with the turn after each in a transcript of
+        labelled speakers ("Iris: How is Tasha doing?" / "Sam: Great, she turned 41 in May.")."""
         asked_attributes = facts.attributes
         if named and len(asked_attributes) > 1:
             # "job" names a person's occupation and a life event's "new job": a named person's

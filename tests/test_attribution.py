@@ -56,6 +56,8 @@ def test_the_person_is_read_in_the_clauses_holding_the_words() -> None:
     proposal = "小雨：我跟你说，大伟跟我求婚了！"
     assert not tells_of(LANG, proposal, "阿浩", {"求婚"}) and tells_of(LANG, proposal, "小雨", {"求婚"})
     assert tells_of(LANG, "Ben: Congrats, did your dog settle in?", "Nora", {"dog"})
+    # a clause naming no one is read with its sentence
+    assert tells_of(LANG, "Nora: Congrats on the promotion, you deserve it!", "Ben", {"promot"})
     # no clause holding the words alone: the whole sentence is read
     assert tells_of(LANG, "Ben: You, of all people, adopted a dog?", "Nora", {"adopt", "dog"})
     assert LANG.clauses("我跟你说，大伟跟我求婚了！") == ["我跟你说，", "大伟跟我求婚了！"]

@@ -12,7 +12,8 @@ person or a statement naming nobody ("The Riverside Half, on May 10."); when ano
 says it to them ("you", "your") or asks them (a question not in the first person: "Which ones
 did you get?", "海豹吗？什么颜色？"). The person is read in the clauses that hold the asked words
 when there are such: "我跟你说，大伟跟我求婚了！" tells the speaker's own news, not the
-listener's. A turn without a speaker label may tell of anyone.
+listener's; a clause naming no one is read with its sentence ("Congrats on the promotion, you
+deserve it!" is about the listener). A turn without a speaker label may tell of anyone.
 """
 
 from __future__ import annotations
@@ -90,7 +91,9 @@ def tells_of(lang: Language, text: str, person: str, terms: set[str]) -> bool:
     for sentence in lang.sentences(body):
         if not terms & set(index_terms(sentence)):
             continue
-        holding = [c for c in lang.clauses(sentence) if terms & set(index_terms(c))] or [sentence]
+        holding = [c for c in lang.clauses(sentence) if terms & set(index_terms(c))]
+        if not any(lang.speaks_of_self(c) or lang.speaks_to(c) for c in holding):
+            holding = [sentence]  # "Congrats on the promotion, you deserve it!" is said to you
         me = any(lang.speaks_of_self(c) for c in holding)
         you = any(lang.speaks_to(c) for c in holding)
         asks = lang.is_question(sentence)

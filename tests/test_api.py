@@ -402,6 +402,19 @@ NOT_FOUND_CASES = {
         {"How old is Dana?": "no age stored for Dana"},
         ["How old is Ellie?", "How old is Tasha?"],
     ),
+    # every turn of 阿浩's is labelled with his name, and one of them holds a number (a score):
+    # his name says nothing of where an amount for the car is stored
+    "an amount, a speaker's name aside": (
+        [
+            "阿浩：阿琳模拟考考了六百五十分。",
+            "阿浩：我车也买了，上周末提的。",
+            "小雨：什么颜色？",
+            "阿浩：白色的。",
+            "小雨：我的新耳机花了899块钱。",
+        ],
+        {"阿浩的车多少钱买的？": "no amount stored"},
+        ["小雨的新耳机多少钱？"],
+    ),
 }
 
 

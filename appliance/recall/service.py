@@ -190,7 +190,7 @@ class RecallService:
         speakers = {who for r in records.values() if (who := speaker(r.source_text)) is not None}
         not_found = (
             (_nothing_on(facts.range) if facts.range is not None and period is None else "")
-            or self._not_found(schema, facts, matched_keys, named, scope, signals, now)
+            or self._not_found(schema, facts, matched_keys, named, scope, signals, now, speakers)
             or self._told_of_another(schema, facts, question, speakers, scope)
         )
         if not answer and not not_found and facts.attributes and not (facts.keys or facts.pieces or facts.residual):
@@ -266,6 +266,7 @@ class RecallService:
         scope: str | None,
         signals: dict[str, Any],
         now: datetime,
+        speakers: set[str],
     ) -> str:
         """What the question asks that nothing stored holds ("" when something may answer it):
         a name or code that matches nothing, or a content word no memory holds ("dog") while no
@@ -294,7 +295,7 @@ class RecallService:
                 return f"nothing stored links {owner!r} with {owned!r}."
         if absent and signals.get("top_semantic", 0.0) < WEAK_SEMANTIC:
             return f"nothing stored mentions {', '.join(repr(facts.said(w)) for w in absent)}."
-        return self._lacking(schema, facts, named, scope, now) or self._no_amount(schema, facts, scope, now)
+        return self._lacking(schema, facts, named, scope, now) or self._no_amount(schema, facts, scope, now, speakers)
 
     def _told_of_another(
         self, schema: MemorySchema, facts: QuestionFacts, question: str, speakers: set[str], scope: str | None
@@ -349,14 +350,18 @@ class RecallService:
         said = ", ".join(repr(surface) for surface, _ in words)
         return f"nothing stored tells {said} of {person}; the memories that say it are about someone else."
 
-    def _no_amount(self, schema: MemorySchema, facts: QuestionFacts, scope: str | None, now: datetime) -> str:
+    def _no_amount(
+        self, schema: MemorySchema, facts: QuestionFacts, scope: str | None, now: datetime, speakers: set[str]
+    ) -> str:
         """An amount asked about something ("How much is my pension?") that the memories naming it
         never state: none of them holds a number. Memories naming any of the question's content
-        words count, so a paraphrase elsewhere keeps the question open."""
-        if not facts.amount or not facts.residual:
+        words count, so a paraphrase elsewhere keeps the question open — but not a transcript's
+        speaker's name ("阿浩的车多少钱买的？": every turn of 阿浩's is labelled with it)."""
+        words = [w for w in facts.residual if w not in speakers]
+        if not facts.amount or not words:
             return ""
         ids: list[str] = []
-        for word in facts.residual:
+        for word in words:
             for reading in word.split("|"):
                 ids += self.store.lexical.holding(scope, _terms(reading), limit=30)
         if not ids:
@@ -364,7 +369,7 @@ class RecallService:
         for m in self.store.records.by_ids(list(dict.fromkeys(ids))):
             if any(sp.kind in ("number", "range") for sp in find_spans(schema.language, m.source_text, now)):
                 return ""
-        return f"no amount stored for {', '.join(repr(facts.said(w)) for w in facts.residual)}."
+        return f"no amount stored for {', '.join(repr(facts.said(w)) for w in words)}."
 
     def _lacking(
         self, schema: MemorySchema, facts: QuestionFacts, named: list[Entity], scope: str | None, now: datetime

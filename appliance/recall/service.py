@@ -302,53 +302,47 @@ class RecallService:
     ) -> str:
         """A question naming one speaker of a transcript that asks what only others told: every
         memory saying its words tells them of someone else ("When did Ben adopt a dog?" where
-        only "Nora: we adopted a dog" says it; ``attribution.py``). The memories holding all the
-        words are read, or, when none does, those holding any; when a word is in too many to
-        read, nothing is said."""
+        only "Nora: we adopted a dog" says it; ``attribution.py``)."""
         asked = [p for p in speakers if names(question, p)]
         if len(asked) != 1:
             return ""
         person = asked[0]
-        # the schema's own words say what is asked about too ("online *shop*", a "*wedding*"),
-        # except the names of attributes, which say what is asked for ("name", "phone"), and the
-        # question's generic words
-        residual = {t for w in facts.residual for x in w.split("|") for t in _terms(x)}
-        own = set(index_terms(person)) | set(facts.attribute_terms) | _generic_terms(schema.language)
-        own |= _attribute_names(schema)
-        schema_words = [t for t in facts.terms if t.isascii() and t not in residual and t not in own]
-        words = content_words(
-            [*facts.residual, *(k for k in facts.keys if k != person), *schema_words], person, facts.said
-        )
-        if not words:
+        words = _attribution_words(schema, facts, person)
+        memories = self._saying(scope, words) if words else []
+        if not memories:
             return ""
+        said_terms = {t for _, alternatives in words for a in alternatives for t in a}
+        if any(tells_of(schema.language, m.source_text, person, said_terms) for m in memories):
+            return ""
+        said = ", ".join(repr(surface) for surface, _ in words)
+        return f"nothing stored tells {said} of {person}; the memories that say it are about someone else."
+
+    def _saying(self, scope: str | None, words: list[tuple[str, list[list[str]]]]) -> list[MemoryRecord]:
+        """The memories that say the question's ``words``: those holding all of them, or, when
+        none does, those holding the most of them when that is two or more ("Sam: I presented our
+        new water sensor" for "Where did Iris present her water sensor?"; Iris's "water filters"
+        holds one word and tells nothing of a sensor), else those holding any. None when a word
+        is in too many memories to read: then nothing is decided."""
         lex = self.store.lexical
         ids: set[str] = set()
         for combo in _combinations([alternatives for _, alternatives in words]):
             ids.update(lex.holding(scope, combo, limit=ATTRIBUTION_DEPTH))
         together = bool(ids)
-        if not ids:
+        if not together:
             for _, alternatives in words:
                 for reading in alternatives:
                     found = lex.holding(scope, reading, limit=ATTRIBUTION_DEPTH)
                     if len(found) >= ATTRIBUTION_DEPTH:
-                        return ""
+                        return []
                     ids.update(found)
         if not ids or len(ids) >= ATTRIBUTION_DEPTH:
-            return ""
-        said_terms = {t for _, alternatives in words for a in alternatives for t in a}
+            return []
         memories = self.store.records.by_ids(list(ids))
-        if not together:
-            # no memory holds every word: those holding the most of them, when that is two or
-            # more ("Sam: I presented our new water sensor" for "Where did Iris present her water
-            # sensor?"; Iris's "water filters" holds one word and tells nothing of a sensor)
-            held = {m.memory_id: _words_held(m.source_text, words) for m in memories}
-            most = max(held.values(), default=0)
-            if most >= 2:
-                memories = [m for m in memories if held[m.memory_id] == most]
-        if any(tells_of(schema.language, m.source_text, person, said_terms) for m in memories):
-            return ""
-        said = ", ".join(repr(surface) for surface, _ in words)
-        return f"nothing stored tells {said} of {person}; the memories that say it are about someone else."
+        if together:
+            return memories
+        held = {m.memory_id: _words_held(m.source_text, words) for m in memories}
+        most = max(held.values(), default=0)
+        return [m for m in memories if held[m.memory_id] == most] if most >= 2 else memories
 
     def _no_amount(
         self, schema: MemorySchema, facts: QuestionFacts, scope: str | None, now: datetime, speakers: set[str]
@@ -470,6 +464,18 @@ def _combinations(words: list[list[list[str]]]) -> list[list[str]]:
     for alternatives in words:
         combos = [c + a for c in combos for a in alternatives][:27]
     return combos
+
+
+def _attribution_words(schema: MemorySchema, facts: QuestionFacts, person: str) -> list[tuple[str, list[list[str]]]]:
+    """The question's words besides ``person`` (``attribution.content_words``): its residual
+    words and other keys, and the schema's own words it says — they tell what is asked about too
+    ("online *shop*", a "*wedding*") — but not the names of attributes, which tell what is asked
+    for ("name", "phone"), nor its generic words."""
+    residual = {t for w in facts.residual for x in w.split("|") for t in _terms(x)}
+    own = set(index_terms(person)) | set(facts.attribute_terms) | _generic_terms(schema.language)
+    own |= _attribute_names(schema)
+    schema_words = [t for t in facts.terms if t.isascii() and t not in residual and t not in own]
+    return content_words([*facts.residual, *(k for k in facts.keys if k != person), *schema_words], person, facts.said)
 
 
 def _attribute_names(schema: MemorySchema) -> set[str]:

@@ -49,6 +49,10 @@ def test_calling_someone_by_name_is_no_telling_of_them() -> None:
     assert named_beyond_address(LANG, "Dana got engaged! Her boyfriend Felix proposed.", "Felix")
     assert named_beyond_address(LANG, "Tell Felix!", "Felix")
     assert named_beyond_address(LANG, "Iris! Iris got a cat.", "Iris")
+    # ...and a name after a comma that ends the sentence calls too
+    assert not named_beyond_address(LANG, "That is so cool, Melanie! I went hiking too.", "Melanie")
+    assert not named_beyond_address(LANG, "太好了，小雨！", "小雨")
+    assert named_beyond_address(LANG, "Wow, Melanie went hiking.", "Melanie")
 
 
 def test_the_person_is_read_in_the_clauses_holding_the_words() -> None:

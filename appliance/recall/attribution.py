@@ -37,18 +37,21 @@ def names(text: str, person: str) -> bool:
 
 
 def named_beyond_address(lang: Language, body: str, person: str) -> bool:
-    """Whether ``body`` names ``person`` other than by calling them ("Iris! Good, busy.",
-    "Hey Sam, …", "小雨！…": the name, only greetings before it in its sentence, a sentence or
-    clause end after it)."""
+    """Whether ``body`` names ``person`` other than by calling them: "Iris! Good, busy.", "Hey
+    Sam, …", "小雨！…" (the name, only greetings before it in its sentence, a sentence or clause end
+    after it) and "That's so cool, Melanie!" (a clause end before it, the sentence's end after)."""
     greetings = {g for w in lang.lex.greetings for g in w.lower().split()}
-    ends = tuple(lang.lex.sentence_ends + lang.lex.clause_ends)
+    sentence_ends = tuple(lang.lex.sentence_ends)
+    ends = sentence_ends + tuple(lang.lex.clause_ends)
     for sentence in lang.sentences(body):
         for m in re.finditer(re.escape(person), sentence):
             if not names(sentence[m.start() :], person):
                 continue  # inside another word
-            before = re.findall(r"[\w'’]+", sentence[: m.start()].lower())
-            called = sentence[m.end() :].lstrip().startswith(ends) and all(w in greetings for w in before)
-            if not called:
+            head, tail = sentence[: m.start()], sentence[m.end() :].lstrip()
+            before = re.findall(r"[\w'’]+", head.lower())
+            opening_call = tail.startswith(ends) and all(w in greetings for w in before)
+            closing_call = (not tail or tail.startswith(sentence_ends)) and head.rstrip().endswith(ends)
+            if not (opening_call or closing_call):
                 return True
     return False
 

@@ -255,7 +255,7 @@ class SchemaEvidence:
         self.lang: Language = schema.language
         self.embedder = embedder
         lx = self.lang.lex
-        self._stop = frozenset(w.lower() for w in (*lx.stopwords, *lx.fillers, *lx.prepositions))
+        self._stop = self.lang.small_words
         # words that say "this is a yes/no attribute" ("whether", "是否") carry no content
         self._generic = self._terms(" ".join(lx.kind_words.get("boolean", ())))
         self.schema_terms = self._schema_terms()

@@ -276,10 +276,10 @@ def _addresses(lang: Language, text: str, typed: list[Span], make: object) -> li
 
 def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> list[Span]:
     lx = lang.lex
-    stop = {w.lower() for w in (*lx.stopwords, *lx.fillers, *lx.prepositions, *lx.question_openers, *lx.request_verbs)}
+    stop = lang.small_words | {w.lower() for w in (*lx.question_openers, *lx.request_verbs)}
     joiners = {w.lower() for w in lx.name_joiners}
     possessive = tuple(w.lower() for w in lx.possessive_suffixes)
-    greetings = frozenset(g for w in lx.greetings for g in w.lower().split())
+    greetings = lang.greeting_words
     inner = frozenset(lx.name_inner_words)
     out: list[Span] = []
     toks = tokens(text)

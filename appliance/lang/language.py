@@ -120,6 +120,19 @@ class Language:
         or an interrogative word anywhere (CJK packs)."""
         return bool(self._question.search(text.strip()))
 
+    @cached_property
+    def small_words(self) -> frozenset[str]:
+        """The pack's function words, fillers and prepositions, lower-cased: words that carry no
+        value of their own ("63 *now*" is said in no unit)."""
+        lx = self.lex
+        return frozenset(w.lower() for w in (*lx.stopwords, *lx.fillers, *lx.prepositions))
+
+    @cached_property
+    def greeting_words(self) -> frozenset[str]:
+        """The words of the pack's greetings, lower-cased ("hey", "good", "morning"): said before
+        a name, they call the person ("Hey Nora!")."""
+        return frozenset(g for w in self.lex.greetings for g in w.lower().split())
+
     # --- who a turn speaks of ---------------------------------------------------------------
     @cached_property
     def _first_person(self) -> re.Pattern[str]:

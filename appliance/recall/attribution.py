@@ -40,7 +40,6 @@ def named_beyond_address(lang: Language, body: str, person: str) -> bool:
     """Whether ``body`` names ``person`` other than by calling them: "Iris! Good, busy.", "Hey
     Sam, …", "小雨！…" (the name, only greetings before it in its sentence, a sentence or clause end
     after it) and "That's so cool, Melanie!" (a clause end before it, the sentence's end after)."""
-    greetings = {g for w in lang.lex.greetings for g in w.lower().split()}
     sentence_ends = tuple(lang.lex.sentence_ends)
     ends = sentence_ends + tuple(lang.lex.clause_ends)
     for sentence in lang.sentences(body):
@@ -49,7 +48,7 @@ def named_beyond_address(lang: Language, body: str, person: str) -> bool:
                 continue  # inside another word
             head, tail = sentence[: m.start()], sentence[m.end() :].lstrip()
             before = re.findall(r"[\w'’]+", head.lower())
-            opening_call = tail.startswith(ends) and all(w in greetings for w in before)
+            opening_call = tail.startswith(ends) and all(w in lang.greeting_words for w in before)
             closing_call = (not tail or tail.startswith(sentence_ends)) and head.rstrip().endswith(ends)
             if not (opening_call or closing_call):
                 return True

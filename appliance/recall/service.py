@@ -432,16 +432,19 @@ class RecallService:
         else:
             answering = {"number", "range"}
         units = tuple(u.lower() for u in attr.unit) if counted else ()
+        small = schema.language.small_words
         for memories in subjects.values():
             for m in memories:
                 if naming & set(index_terms(m.source_text)):
                     return ""
                 if counted and m.entity_type == etype and m.attributes.get(name) not in (None, ""):
                     return ""
-                for sp in find_spans(schema.language, m.source_text, now):
-                    if sp.kind in answering and not (units and sp.money):
-                        if not units or said_in_unit(m.source_text, sp.end, units, _small_words(schema.language)):
-                            return ""
+                if any(
+                    sp.kind in answering
+                    and (not units or (not sp.money and said_in_unit(m.source_text, sp.end, units, small)))
+                    for sp in find_spans(schema.language, m.source_text, now)
+                ):
+                    return ""
         return f"no {name} stored for {', '.join(subjects)}."
 
     def _held(self, scope: str | None, text: str) -> bool:
@@ -530,13 +533,6 @@ def _terms(reading: str) -> list[str]:
     """The index terms of a residual reading: a Latin residual word is a term already (indexing it
     again could reduce it further: "pension" → "pens" → "pen"), a CJK piece is text."""
     return index_terms(reading) if has_cjk(reading) else [reading]
-
-
-@lru_cache(maxsize=8)
-def _small_words(lang: Language) -> frozenset[str]:
-    """Words that follow a number without being its unit ("63 *now*")."""
-    lx = lang.lex
-    return frozenset(w.lower() for w in (*lx.stopwords, *lx.fillers, *lx.prepositions))
 
 
 @lru_cache(maxsize=8)

@@ -37,6 +37,10 @@ def test_names_are_whole_words_and_content_words_leave_the_person_out() -> None:
     assert "阿浩做" not in said and "做" not in said  # the name's stray character is no word
     assert said[:1] == ["茶杯送"] and "dog" in said
     assert content_words(["Nora's Portuguese"], "Nora", lambda r: r)[0][0] == "Portuguese"
+    # a CJK word may carry the verb after it: "茶杯" is one reading of "茶杯送", "杯送" of its
+    # shorter cut too, but not cut further ("杯" alone is no reading)
+    readings = [set(r) for r in dict(words)["茶杯送"]]
+    assert {"茶", "杯", "茶杯"} in readings and {"杯"} not in readings
 
 
 def test_calling_someone_by_name_is_no_telling_of_them() -> None:

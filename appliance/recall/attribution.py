@@ -68,6 +68,7 @@ def content_words(
     for word in readings:
         alternatives: list[list[str]] = []
         surface = ""
+        longest = max(len(r) for r in word.split("|"))
         for reading in word.split("|"):
             rest = reading.replace(person, "") if has_cjk(person) else reading
             if has_cjk(rest) and len(rest) < 2 and rest != word:
@@ -76,6 +77,12 @@ def content_words(
             if terms:
                 alternatives.append(terms)
                 surface = rest if has_cjk(rest) else re.sub(rf"{re.escape(person)}['’]s\s*", "", said(reading))
+            if has_cjk(rest) and len(rest) >= 3 and len(reading) == longest:
+                # no dictionary cuts a verb off its object: "茶杯送" (送给) may be said as "茶杯";
+                # the whole reading only (its shorter ones are cut already)
+                for part in (rest[:-1], rest[1:]):
+                    if part_terms := [t for t in index_terms(part) if t not in own]:
+                        alternatives.append(part_terms)
         key = frozenset(t for a in alternatives for t in a)
         if alternatives and key not in seen:
             seen.add(key)

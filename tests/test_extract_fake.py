@@ -799,3 +799,61 @@ def test_routing_keeps_a_conversation_in_its_schema_unless_the_message_says_othe
     # one of the schema's own categorical values named: the conversation turns to it
     assert choose_schema(both, None, "An SUV would be great", previous="Meals_1", embedder=enc).domain == "Cars_1"
     assert choose_schema([cars], None, "Until the 14th.", previous="Meals_1").probability == 1.0
+
+
+def test_a_clause_listing_what_is_sought_nearby_is_no_evidence_of_the_type() -> None:
+    from appliance.extract.events import without_sought_nearby
+    from appliance.lang import language_for
+
+    zh = language_for(("zh",))
+    text = "我去梅兰芳大剧院吧，那这个剧院的周边有餐馆吗？"
+    named = (text.index("梅兰芳大剧院"), text.index("梅兰芳大剧院") + len("梅兰芳大剧院"))
+    told = without_sought_nearby(zh, text, [named])
+    assert "梅兰芳大剧院" in told and "餐馆" not in told
+    # a clause that holds a value tells of what it seeks: it stays
+    seek = "我想在景点周边找个人均消费50-100元的餐馆"
+    price = (seek.index("50-100元"), seek.index("50-100元") + len("50-100元"))
+    assert without_sought_nearby(zh, seek, [price]) == seek
+    assert "餐馆" not in without_sought_nearby(zh, seek, [])
+    # a language without words of nearness cuts nothing
+    assert zh.nearby_clauses("我想找一家酒店") == []
+
+
+def test_the_named_thing_points_at_the_entity_it_is_like() -> None:
+    """The name "海底捞火锅" is a restaurant's name, "天坛公园" a sight's: the ``named`` feature is 0 for
+    the entity the name is most like and negative for the others (real sentence encoder)."""
+    from appliance.domain import parse_schema
+    from appliance.extract.events import named_features
+    from appliance.model.embed import shared_embedder
+
+    schema = parse_schema(
+        {
+            "schema_version": "1.3",
+            "domain": "出行",
+            "languages": ["zh"],
+            "entities": {
+                name: {"id_attribute": None, "attributes": [{"name": "名称", "kind": "string", "format": "name"}]}
+                for name in ("餐馆", "景点", "酒店")
+            },
+            "event_types": [{"name": f"{n}_noted", "entity": n} for n in ("餐馆", "景点", "酒店")],
+        }
+    )
+    emb = shared_embedder("use3")
+    for name, entity in (("海底捞火锅(西单店)", "餐馆"), ("天坛公园", "景点"), ("北京京仪大酒店", "酒店")):
+        f = named_features(schema, emb, name)
+        assert f[schema.event_names.index(f"{entity}_noted")] == 0.0 and (f <= 0).all() and (f < 0).sum() == 2, (
+            name,
+            f,
+        )
+    assert not named_features(schema, emb, "").any()
+
+
+def test_a_value_later_in_the_sentence_tells_of_what_is_sought_nearby() -> None:
+    from appliance.extract.events import without_sought_nearby
+    from appliance.lang import language_for
+
+    zh = language_for(("zh",))
+    text = "在这些周边的餐馆里，有人均50-100元的吗？故宫周边有什么酒店？"
+    price = (text.index("50-100元"), text.index("50-100元") + len("50-100元"))
+    told = without_sought_nearby(zh, text, [price])
+    assert "周边的餐馆里" in told and "酒店" not in told

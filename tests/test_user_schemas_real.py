@@ -181,14 +181,18 @@ def test_chinese_names_are_safe_in_queries_and_recall(chinese: Appliance) -> Non
     assert "北京南站" in res.context
 
 
-def test_a_type_named_after_a_word_of_nearness_is_flagged(chinese: Appliance) -> None:
-    """After a taxi was ordered, "北京南站附近有什么酒店？" may ask about the station's surroundings
-    or start a hotel search: the record is flagged for review, not stored as sure. Without the word
-    of nearness the same change of type is no such doubt."""
+def test_what_is_sought_nearby_is_not_what_the_message_tells_of(chinese: Appliance) -> None:
+    """After a taxi to 北京南站, "北京南站附近有什么酒店？" asks what is around the station: the
+    hotels are sought, not told of, so the record stays with the taxi the session is about (and
+    holds no hotel named 北京南站). A clause of nearness that holds a value seeks a hotel at that
+    price: a hotel record, stored without doubt; a hotel named in a plain sentence is one too."""
     chinese.record("帮我叫一辆出租车，从天坛公园到北京南站", session_id="z4", now=NOW)
     near = chinese.record("北京南站附近有什么酒店？", session_id="z4", now=NOW + timedelta(minutes=1))
-    assert near.entity_type == "酒店"
-    assert near.status == "needs_review" and "附近" in near.note
+    assert near.entity_type == "出租车" and near.attributes.get("名称") is None
+    chinese.record("帮我叫一辆出租车，从天坛公园到北京南站", session_id="z8", now=NOW)
+    priced = chinese.record("北京南站附近有没有400-500元的酒店？", session_id="z8", now=NOW + timedelta(minutes=1))
+    assert priced.entity_type == "酒店" and priced.attributes["价格"] is not None
+    assert "附近" not in priced.note
     chinese.record("帮我叫一辆出租车，从天坛公园到北京南站", session_id="z5", now=NOW)
     plain = chinese.record("我想找一家有WiFi的酒店", session_id="z5", now=NOW + timedelta(minutes=1))
     assert plain.entity_type == "酒店" and "附近" not in plain.note

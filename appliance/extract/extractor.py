@@ -52,9 +52,11 @@ from .events import (
     event_similarities,
     fill,
     lexical_features,
+    named_features,
     specific,
     support,
     weights_for,
+    without_sought_nearby,
 )
 from .evidence import Candidate, SchemaEvidence, scorer
 from .examples import ExampleBank
@@ -364,7 +366,7 @@ class Extractor:
         close = {a: r for a, r in rivals.items() if attributes.get(a) is not None}
         reasons = (
             self._review(conf, ent, attributes, near.get(ent.name, -99.0), entity_id, close),
-            self._beside(text, ent, hint),
+            self._beside(text, ent, hint, [(c.start, c.end) for c in chosen_values.values()]),
             self._agreed(text, ent, attributes),
         )
         found.review = "; ".join(r for r in reasons if r)
@@ -383,8 +385,11 @@ class Extractor:
         features: dict[str, np.ndarray] = {"lm": lm}
         if self.lexical:
             keyword, question = cue_features(s, text)
-            features["lexical"] = lexical_features(s, text)
-            features["semantic"] = self._semantic(text)
+            told = without_sought_nearby(
+                self.lang, text, [(c.start, c.end) for v in filled.values() for c in v.values()]
+            )
+            features["lexical"] = lexical_features(s, told)
+            features["semantic"] = self._semantic(told)
             features["keyword"] = keyword
             features["question"] = question
             features["correction"] = np.array([float(x == hint.corrects) for x in s.event_names])
@@ -398,12 +403,13 @@ class Extractor:
                 for ent, values in filled.items()
             }
             features["fill"] = fill(s, strength)
-            features["entity"] = entity_features(s, text)
+            features["entity"] = entity_features(s, told)
+            features["named"] = self._named(filled)
             features["continues"] = np.array([float(x == hint.previous_event) for x in s.event_names])
             features["commits"] = np.array([float(ev.commits) for ev in s.event_types])
             features["taught"] = self._taught(text, hint.examples)
-            told = {ent: frozenset(values) | hint.told for ent, values in filled.items()}
-            features["specific"] = specific(s, told)
+            told_attributes = {ent: frozenset(values) | hint.told for ent, values in filled.items()}
+            features["specific"] = specific(s, told_attributes)
         else:
             features.update({k: np.zeros(n) for k in EVENT_FEATURES if k != "lm"})
         return EventEvidence(features)
@@ -411,12 +417,27 @@ class Extractor:
     def _semantic(self, text: str) -> np.ndarray:
         """Best cosine between the message and each event type's description/examples."""
         n = len(self.schema.event_types)
-        if self.embedder is None:
+        if self.embedder is None or not any(ch.isalnum() for ch in text):
             return np.zeros(n)
         try:
             return event_similarities(self.schema, self.embedder, text)
         except Exception:  # noqa: BLE001 - an optional signal; the lexical one still stands
             return np.zeros(n)
+
+    def _named(self, filled: dict[str, dict[str, Candidate]]) -> np.ndarray:
+        """The ``named`` feature for the best-scored name value any entity type fills."""
+        names = [
+            c
+            for ent, values in filled.items()
+            for a, c in values.items()
+            if (attr := self.schema.entity(ent).attribute(a)) is not None and attr.format == "name"
+        ]
+        if self.embedder is None or not names:
+            return np.zeros(len(self.schema.event_types))
+        try:
+            return named_features(self.schema, self.embedder, max(names, key=lambda c: c.score).surface)
+        except Exception:  # noqa: BLE001 - an optional signal, like the semantic one
+            return np.zeros(len(self.schema.event_types))
 
     def _taught(self, text: str, bank: ExampleBank | None) -> np.ndarray:
         """Per event: the message's best similarity to the corrected examples of that event."""
@@ -482,12 +503,13 @@ class Extractor:
             return "the message seems to state values, but none was recognised"
         return ""
 
-    def _beside(self, text: str, ent: EntityType, hint: SessionHint) -> str:
+    def _beside(self, text: str, ent: EntityType, hint: SessionHint, values: list[tuple[int, int]]) -> str:
         """Why the entity type is in doubt when the message names it only after a word of
         nearness while the session was about another type: "北京邮电会议中心周边有哪些餐馆？" after
         a hotel was chosen asks about the hotel's surroundings, and the restaurants are what is
         near it — or a new restaurant search. Which one the message is about, the words do not say
-        (CrossWOZ sample: 18 records, 9 each way)."""
+        (CrossWOZ sample: 18 records, 9 each way) unless a value of the record stands after the
+        word of nearness ("附近有没有400-500元的酒店？" seeks a hotel at that price)."""
         previous = self.schema.event_type(hint.previous_event) if hint.previous_event else None
         if previous is None or previous.entity in ("", ent.name) or not self.lang.lex.nearby_words:
             return ""
@@ -496,7 +518,7 @@ class Extractor:
         if near is None:
             return ""
         named = [m.start() for m in re.finditer(alternation(ent.keywords), low)]
-        if not named or min(named) < near.start():
+        if not named or min(named) < near.start() or any(end > near.start() for _, end in values):
             return ""
         return f"{ent.name} is named after {near.group(0)!r}: what is near, or what the message is about?"
 

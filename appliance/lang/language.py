@@ -189,11 +189,16 @@ class Language:
     def _sentence_end(self) -> re.Pattern[str]:
         return re.compile(alternation(self.lex.sentence_ends, boundary=False))
 
-    def sentence_at(self, text: str, start: int, end: int) -> str:
-        """The sentence of ``text`` holding ``text[start:end]``."""
+    def sentence_bounds(self, text: str, start: int, end: int) -> tuple[int, int]:
+        """(begin, end) of the sentence of ``text`` holding ``text[start:end]``."""
         before = max((m.end() for m in self._sentence_end.finditer(text, 0, start)), default=0)
         after = self._sentence_end.search(text, end)
-        return text[before : after.start() if after else len(text)]
+        return before, after.start() if after else len(text)
+
+    def sentence_at(self, text: str, start: int, end: int) -> str:
+        """The sentence of ``text`` holding ``text[start:end]``."""
+        begin, finish = self.sentence_bounds(text, start, end)
+        return text[begin:finish]
 
     def sentences(self, text: str) -> list[str]:
         """``text`` cut after each sentence end, the ends kept, blanks dropped."""
@@ -206,6 +211,19 @@ class Language:
     def clauses(self, sentence: str) -> list[str]:
         """``sentence`` cut after each clause end (a comma, "，"), the ends kept, blanks dropped."""
         return _cut(sentence, self._clause_end) if self.lex.clause_ends else [sentence.strip()]
+
+    @cached_property
+    def _nearby_clause(self) -> re.Pattern[str] | None:
+        if not self.lex.nearby_words:
+            return None
+        ends = "".join(re.escape(e) for e in (*self.lex.clause_ends, *self.lex.sentence_ends) if len(e) == 1)
+        return re.compile(alternation(self.lex.nearby_words) + (f"[^{ends}]*" if ends else ".*"), re.I)
+
+    def nearby_clauses(self, text: str) -> list[tuple[int, int]]:
+        """(start, end) of each stretch from a word of nearness to its clause's end: "周边有什么酒店"
+        in "故宫周边有什么酒店？", "near the station" in "a flat near the station, please"."""
+        pattern = self._nearby_clause
+        return [(m.start(), m.end()) for m in pattern.finditer(text)] if pattern else []
 
     @cached_property
     def _lookup(self) -> re.Pattern[str]:

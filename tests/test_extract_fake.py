@@ -801,22 +801,27 @@ def test_routing_keeps_a_conversation_in_its_schema_unless_the_message_says_othe
     assert choose_schema([cars], None, "Until the 14th.", previous="Meals_1").probability == 1.0
 
 
+NEARBY_CASES = [
+    # (message, values it fills, words the event evidence keeps, words it loses)
+    ("我去梅兰芳大剧院吧，那这个剧院的周边有餐馆吗？", ["梅兰芳大剧院"], ["梅兰芳大剧院"], ["餐馆"]),
+    # a sentence holding a value after the word of nearness seeks what it names: it stays
+    ("我想在景点周边找个人均消费50-100元的餐馆", ["50-100元"], ["餐馆"], []),
+    ("我想在景点周边找个人均消费50-100元的餐馆", [], ["景点"], ["餐馆"]),
+    ("在这些周边的餐馆里，有人均50-100元的吗？故宫周边有什么酒店？", ["50-100元"], ["周边的餐馆里"], ["酒店"]),
+    # asking for *other* restaurants nearby says the place named is one too
+    ("喜蜗牛日料的周边还有其他餐馆吗？", [], ["其他餐馆"], []),
+    ("我想找一家酒店", [], ["酒店"], []),
+]
+
+
 def test_a_clause_listing_what_is_sought_nearby_is_no_evidence_of_the_type() -> None:
     from appliance.extract.events import without_sought_nearby
     from appliance.lang import language_for
 
     zh = language_for(("zh",))
-    text = "我去梅兰芳大剧院吧，那这个剧院的周边有餐馆吗？"
-    named = (text.index("梅兰芳大剧院"), text.index("梅兰芳大剧院") + len("梅兰芳大剧院"))
-    told = without_sought_nearby(zh, text, [named])
-    assert "梅兰芳大剧院" in told and "餐馆" not in told
-    # a clause that holds a value tells of what it seeks: it stays
-    seek = "我想在景点周边找个人均消费50-100元的餐馆"
-    price = (seek.index("50-100元"), seek.index("50-100元") + len("50-100元"))
-    assert without_sought_nearby(zh, seek, [price]) == seek
-    assert "餐馆" not in without_sought_nearby(zh, seek, [])
-    # a language without words of nearness cuts nothing
-    assert zh.nearby_clauses("我想找一家酒店") == []
+    for text, values, kept, lost in NEARBY_CASES:
+        told = without_sought_nearby(zh, text, [(text.index(v), text.index(v) + len(v)) for v in values])
+        assert all(w in told for w in kept) and not any(w in told for w in lost), (text, told)
 
 
 def test_the_named_thing_points_at_the_entity_it_is_like() -> None:
@@ -846,14 +851,3 @@ def test_the_named_thing_points_at_the_entity_it_is_like() -> None:
             f,
         )
     assert not named_features(schema, emb, "").any()
-
-
-def test_a_value_later_in_the_sentence_tells_of_what_is_sought_nearby() -> None:
-    from appliance.extract.events import without_sought_nearby
-    from appliance.lang import language_for
-
-    zh = language_for(("zh",))
-    text = "在这些周边的餐馆里，有人均50-100元的吗？故宫周边有什么酒店？"
-    price = (text.index("50-100元"), text.index("50-100元") + len("50-100元"))
-    told = without_sought_nearby(zh, text, [price])
-    assert "周边的餐馆里" in told and "酒店" not in told

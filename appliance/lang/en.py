@@ -187,6 +187,7 @@ LEXICON = Lexicon(
     amount_questions=("how much",),
     when_words=("when", "what date", "what day", "what time", "how long ago"),
     nearby_words=("near", "nearby", "close to", "next to"),
+    other_words=("other", "another", "else"),
     first_person=("i", "i'm", "i've", "i'll", "i'd", "me", "my", "mine", "myself", "we", "we're", "we've", "us", "our"),
     second_person=("you", "you're", "you've", "you'll", "you'd", "your", "yours", "yourself"),
     sentence_ends=(".", "!", "?"),

@@ -43,6 +43,7 @@ class Lexicon:
     amount_questions: tuple[str, ...] = ()  # "how much", "多少钱": the answer is an amount
     when_words: tuple[str, ...] = ()  # "when did …", "什么时候"
     nearby_words: tuple[str, ...] = ()  # "near", "周边": what follows is near the subject, not it
+    other_words: tuple[str, ...] = ()  # "other", "别的": "其他餐馆" near X says X is a restaurant too
     # --- who a turn is about (a transcript of labelled speakers) ------------------------------
     first_person: tuple[str, ...] = ()  # "I", "my", "我": the speaker speaks of themself
     second_person: tuple[str, ...] = ()  # "you", "your", "你": of the one spoken to

@@ -92,6 +92,7 @@ LEXICON = Lexicon(
     linking_particles=("的",),
     when_words=("什么时候", "哪天", "几号", "何时", "哪一天"),
     nearby_words=("周边", "附近", "周围", "旁边"),
+    other_words=("其他", "其它", "别的"),
     first_person=("我",),  # 我们 too
     second_person=("你", "您"),  # 你们 too
     sentence_ends=("。", "！", "？", "!", "?"),

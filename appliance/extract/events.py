@@ -40,12 +40,12 @@ are optional extras, not needed by any of the others.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..domain.schema import EventType, MemorySchema, readable
+from ..domain.schema import EntityType, EventType, MemorySchema, readable
 from ..lang import Language, find_word
 from ..model.embed import Embedder
 from .candidates import lexical_similarity
@@ -216,19 +216,31 @@ def event_references(schema: MemorySchema, ev: EventType) -> list[str]:
     return [r for r in dict.fromkeys([ev.label, readable(ev.name), *ev.examples]) if r]
 
 
-_REFERENCE_VECTORS: dict[tuple[str, str], list[np.ndarray]] = {}  # (encoder, schema id) → per event
+_VectorCache = dict[tuple[str, str], list[np.ndarray]]  # (encoder, schema id) → one matrix per item
+_REFERENCE_VECTORS: _VectorCache = {}  # per event type
+_ENTITY_VECTORS: _VectorCache = {}  # per entity type
+
+
+def _encoded(
+    cache: _VectorCache, embedder: Embedder, schema: MemorySchema, references: Callable[[], list[list[str]]]
+) -> list[np.ndarray]:
+    """The ``references`` (texts per item) encoded, once per encoder and schema."""
+    key = (embedder.name, schema.schema_id)
+    if key not in cache:
+        if len(cache) > 256:  # schemas come and go in a long-lived process
+            cache.clear()
+        cache[key] = [embedder.encode(texts) for texts in references()]
+    return cache[key]
 
 
 def event_similarities(schema: MemorySchema, embedder: Embedder, text: str) -> np.ndarray:
     """Per event type: the best cosine between ``text`` and the event's references. Their
     vectors are encoded once per encoder and schema, for extraction and routing alike."""
-    key = (embedder.name, schema.schema_id)
-    if key not in _REFERENCE_VECTORS:
-        if len(_REFERENCE_VECTORS) > 256:  # schemas come and go in a long-lived process
-            _REFERENCE_VECTORS.clear()
-        _REFERENCE_VECTORS[key] = [embedder.encode(event_references(schema, ev)) for ev in schema.event_types]
+    vectors = _encoded(
+        _REFERENCE_VECTORS, embedder, schema, lambda: [event_references(schema, ev) for ev in schema.event_types]
+    )
     vec = embedder.encode([text])[0]
-    return np.array([float(np.max(refs @ vec)) for refs in _REFERENCE_VECTORS[key]])
+    return np.array([float(np.max(refs @ vec)) for refs in vectors])
 
 
 def entity_references(schema: MemorySchema, ev: EventType) -> list[str]:
@@ -237,12 +249,12 @@ def entity_references(schema: MemorySchema, ev: EventType) -> list[str]:
     feature from the event's own references, so that naming an order in a complaint does not
     count as much as saying what happened to it."""
     ent = schema.entity(ev.entity) if ev.entity and len(schema.entities) > 1 else None
-    if ent is None:
-        return []
+    return _entity_texts(ent) if ent is not None else []
+
+
+def _entity_texts(ent: EntityType) -> list[str]:
+    """An entity type's readable name, description and aliases."""
     return [r for r in dict.fromkeys([readable(ent.name), ent.description, *ent.aliases]) if r]
-
-
-_ENTITY_VECTORS: dict[tuple[str, str], list[np.ndarray]] = {}  # (encoder, schema id) → per entity
 
 
 def named_features(schema: MemorySchema, embedder: Embedder, name: str) -> np.ndarray:
@@ -251,14 +263,9 @@ def named_features(schema: MemorySchema, embedder: Embedder, name: str) -> np.nd
     ents = list(schema.entities)
     if not name or len(ents) < 2:
         return np.zeros(len(schema.event_types))
-    key = (embedder.name, schema.schema_id)
-    if key not in _ENTITY_VECTORS:
-        if len(_ENTITY_VECTORS) > 256:
-            _ENTITY_VECTORS.clear()
-        refs = [[r for r in dict.fromkeys([readable(e.name), e.description, *e.aliases]) if r] for e in ents]
-        _ENTITY_VECTORS[key] = [embedder.encode(r) for r in refs]
+    vectors = _encoded(_ENTITY_VECTORS, embedder, schema, lambda: [_entity_texts(e) for e in ents])
     vec = embedder.encode([name])[0]
-    like = {e.name: float(np.max(v @ vec)) for e, v in zip(ents, _ENTITY_VECTORS[key])}
+    like = {e.name: float(np.max(v @ vec)) for e, v in zip(ents, vectors)}
     best = max(like.values())
     return np.array([like[ev.entity] - best if ev.entity in like else 0.0 for ev in schema.event_types])
 
@@ -287,7 +294,8 @@ def without_sought_nearby(lang: Language, text: str, values: Sequence[tuple[int,
     restaurant too: labelled with the type it names in 47 of 49 such clauses)."""
 
     def told_after(a: int, b: int) -> bool:
-        if any(find_word(text[a:b].lower(), w) >= 0 for w in lang.lex.other_words):
+        clause = text[a:b].lower()
+        if any(find_word(clause, w) >= 0 for w in lang.lex.other_words):
             return True
         finish = lang.sentence_bounds(text, a, b)[1]
         return any(end > a and start < finish for start, end in values)

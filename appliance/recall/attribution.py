@@ -63,6 +63,10 @@ def content_words(
     out of them; words left with no term of their own dropped, and words whose readings repeat
     another's once."""
     own = set(index_terms(person))
+
+    def terms_of(text: str) -> list[str]:
+        return [t for t in index_terms(text) if t not in own]
+
     out: list[tuple[str, list[list[str]]]] = []
     seen: set[frozenset[str]] = set()
     for word in readings:
@@ -73,16 +77,13 @@ def content_words(
             rest = reading.replace(person, "") if has_cjk(person) else reading
             if has_cjk(rest) and len(rest) < 2 and rest != word:
                 continue  # a stray character left of a name ("阿浩做" → "做")
-            terms = [t for t in index_terms(rest) if t not in own]
-            if terms:
+            if terms := terms_of(rest):
                 alternatives.append(terms)
                 surface = rest if has_cjk(rest) else re.sub(rf"{re.escape(person)}['’]s\s*", "", said(reading))
             if has_cjk(rest) and len(rest) >= 3 and len(reading) == longest:
                 # no dictionary cuts a verb off its object: "茶杯送" (送给) may be said as "茶杯";
                 # the whole reading only (its shorter ones are cut already)
-                for part in (rest[:-1], rest[1:]):
-                    if part_terms := [t for t in index_terms(part) if t not in own]:
-                        alternatives.append(part_terms)
+                alternatives += [cut for part in (rest[:-1], rest[1:]) if (cut := terms_of(part))]
         key = frozenset(t for a in alternatives for t in a)
         if alternatives and key not in seen:
             seen.add(key)

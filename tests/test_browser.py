@@ -149,12 +149,21 @@ def test_schema_edit_shows_error_then_recompiles(page) -> None:  # type: ignore[
     assert page.outside_requests == []
 
 
-def _type_into(box, text: str) -> None:  # type: ignore[no-untyped-def]
+def _type_into(box, text: str, attempts: int = 3) -> None:  # type: ignore[no-untyped-def]
     """Fill a Gradio textbox and leave it: a click right after a bare fill once sent the box's
     old value (a fresh clone drew the "default" session's timeline instead of "graph-test"); the
-    blur commits the value before the next event reads it."""
+    blur commits the value before the next event reads it. A tab's boxes are mounted when the tab
+    is first shown, and the mount sets their initial value once: under a full run's load it landed
+    after the fill (the box read "default" for the next 5 s), so a fill that did not hold is made
+    again; the last attempt must hold."""
     from playwright.sync_api import expect
 
+    for _ in range(attempts - 1):
+        box.fill(text)
+        box.press("Tab")
+        box.page.wait_for_timeout(500)  # let a pending mount land before the value is read
+        if box.input_value() == text:
+            return
     box.fill(text)
     box.press("Tab")
     expect(box).to_have_value(text)
@@ -177,6 +186,7 @@ def test_entity_graph_and_timeline_open_an_entitys_memories(page) -> None:  # ty
     page.locator("#chat-send").click()
     expect(recorded).to_have_count(before + 1, timeout=120_000)  # this message, not an earlier one
     page.get_by_role("tab", name="Graph & timeline").click()
+    page.locator("#pic-draw").wait_for()
     _type_into(page.locator("#pic-session textarea, #pic-session input").first, "graph-test")
     page.locator("#pic-draw").click()
     expect(page.locator("#timeline svg")).to_contain_text("HB-7731", timeout=60_000)

@@ -19,7 +19,12 @@ with k = 0 corrections and with k corrected turns per service (taken from dialog
 scored ones; with ``--all``, their dialogues are set aside and every other turn is scored), and the naive peer — one outlines JSON-Schema call per turn with the same model —
 on the same turns in the same run.
 
-Run: .venv/bin/python bench/zero_shot.py [--set sgd,crosswoz] [--sample 300 | --all] [--k 0,5]
+Sets (``--set``): sgd (sgd-dev), sgd-fit (its 13 services not in sgd-dev), sgdx (sgd-dev's turns
+under SGD-X's five reworded schemas, or one: sgdx-v3), crosswoz, crosswoz-fit, crosswoz-val (the
+committed halves of crosswoz-dev, ``splits/crosswoz-dev.json``). ``APPLIANCE_SHARED`` points at
+another folder laid out like ``../shared``.
+
+Run: .venv/bin/python bench/zero_shot.py [--set sgd,sgdx,crosswoz-val] [--sample 300 | --all] [--k 0,5]
      [--peer] [--model smollm2] [--errors FILE [--every]]
 """
 
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
@@ -51,7 +57,9 @@ from appliance.lang.times import find_times
 from appliance.model.embed import embedder_available, shared_embedder
 from appliance.model.engine import LlamaCppEngine, resolve_model_path
 
-SHARED = PROJECT_ROOT.parent / "shared"
+# the labelled sets; APPLIANCE_SHARED points at another folder laid out the same way
+SHARED = Path(os.environ.get("APPLIANCE_SHARED", PROJECT_ROOT.parent / "shared"))
+CROSSWOZ_SPLIT = Path(__file__).resolve().parent / "splits" / "crosswoz-dev.json"
 NOW = datetime(2026, 12, 2, 10, tzinfo=UTC)
 LANG = language_for()
 
@@ -82,23 +90,63 @@ class Result:
 
 
 # --- data -----------------------------------------------------------------------------------------
-def sgd_turns() -> list[Turn]:
+def _sgd_turns(folder: Path, services: set[str] | None = None) -> list[Turn]:
     return [
         Turn(t["service"], t["dialogue"], t["utterance"], t["intent"], t["slots"])
-        for t in map(json.loads, (SHARED / "sgd-dev" / "turns.jsonl").read_text().splitlines())
+        for t in map(json.loads, (folder / "turns.jsonl").read_text().splitlines())
+        if services is None or t["service"] in services
     ]
+
+
+def _sgd_schemas(folder: Path, services: set[str] | None = None) -> dict[str, MemorySchema]:
+    found = json.loads((folder / "schema.json").read_text())
+    return {
+        s["service_name"]: parse_schema(from_sgd(s)) for s in found if services is None or s["service_name"] in services
+    }
+
+
+def sgd_turns() -> list[Turn]:
+    return _sgd_turns(SHARED / "sgd-dev")
 
 
 def sgd_schemas() -> dict[str, MemorySchema]:
-    services = json.loads((SHARED / "sgd-dev" / "schema.json").read_text())
-    return {s["service_name"]: parse_schema(from_sgd(s)) for s in services}
+    return _sgd_schemas(SHARED / "sgd-dev")
 
 
-def crosswoz_turns() -> list[Turn]:
+def sgd_fit_services() -> set[str]:
+    """sgd-fit's services that sgd-dev does not have: fitting on them keeps sgd-dev zero-shot."""
+    dev = {s["service_name"] for s in json.loads((SHARED / "sgd-dev" / "schema.json").read_text())}
+    fit = {s["service_name"] for s in json.loads((SHARED / "sgd-fit" / "schema.json").read_text())}
+    return fit - dev
+
+
+def crosswoz_turns(half: str | None = None) -> list[Turn]:
+    """CrossWOZ-dev's turns; ``half`` "fit" or "validation" keeps that half's dialogues
+    (``splits/crosswoz-dev.json``, committed)."""
+    keep = set(json.loads(CROSSWOZ_SPLIT.read_text())[half]) if half else None
     return [
         Turn("crosswoz", t["dialogue"], t["utterance"], t["domain"], {k: [v] for k, v in t["slots"].items()})
         for t in map(json.loads, (SHARED / "crosswoz-dev" / "turns.jsonl").read_text().splitlines())
+        if keep is None or t["dialogue"] in keep
     ]
+
+
+def load_set(name: str) -> tuple[list[Turn], dict[str, MemorySchema]]:
+    """A named set's turns and schemas: sgd (sgd-dev), sgd-fit (its services not in sgd-dev),
+    sgdx-v1 … sgdx-v5 (sgd-dev's turns under SGD-X's reworded schemas), crosswoz (all of
+    crosswoz-dev), crosswoz-fit / crosswoz-val (its committed halves)."""
+    if name == "sgd":
+        return sgd_turns(), sgd_schemas()
+    if name == "sgd-fit":
+        services = sgd_fit_services()
+        return _sgd_turns(SHARED / "sgd-fit", services), _sgd_schemas(SHARED / "sgd-fit", services)
+    if name.startswith("sgdx-"):
+        folder = SHARED / "sgd-x-dev" / name.removeprefix("sgdx-")
+        return _sgd_turns(folder), _sgd_schemas(folder)
+    halves = {"crosswoz": None, "crosswoz-fit": "fit", "crosswoz-val": "validation"}
+    if name in halves:
+        return crosswoz_turns(halves[name]), {"crosswoz": crosswoz_schema()}
+    raise SystemExit(f"unknown set {name!r}: sgd, sgd-fit, sgdx-v1..v5, crosswoz, crosswoz-fit, crosswoz-val")
 
 
 def crosswoz_schema() -> MemorySchema:
@@ -402,11 +450,9 @@ def main() -> None:
     table: list[str] = []
     errors: list[dict[str, Any]] = []
     report: dict[str, Any] = {"model": args.model, "encoder": args.encoder if embedder else None}
-    for set_name in args.set.split(","):
-        if set_name == "sgd":
-            all_turns, schemas = sgd_turns(), sgd_schemas()
-        else:
-            all_turns, schemas = crosswoz_turns(), {"crosswoz": crosswoz_schema()}
+    names = [n for x in args.set.split(",") for n in ([f"sgdx-v{i}" for i in range(1, 6)] if x == "sgdx" else [x])]
+    for set_name in names:
+        all_turns, schemas = load_set(set_name)
         turns, rest = sample_dialogues(all_turns, None if args.all else args.sample, args.seed)
         report[f"{set_name}.majority_intent"] = majority(turns)
         for k in (int(x) for x in args.k.split(",")):
@@ -433,7 +479,7 @@ def main() -> None:
             table.append(_row(f"{set_name} | appliance k={k} | all", overall))
             by_schema: dict[str, list[Result]] = defaultdict(list)
             for r in results:
-                by_schema[r.turn.schema if set_name == "sgd" else r.turn.intent].append(r)
+                by_schema[r.turn.schema if r.turn.schema != "crosswoz" else r.turn.intent].append(r)
             for name, rs in sorted(by_schema.items()):
                 s = summary(rs)
                 report[f"{set_name}.k{k}.{name}"] = s
@@ -445,6 +491,7 @@ def main() -> None:
                         "set": set_name,
                         "k": k,
                         "schema": r.turn.schema,
+                        "dialogue": r.turn.dialogue,
                         "text": r.turn.text,
                         "gold_intent": r.turn.intent,
                         "intent": r.intent,

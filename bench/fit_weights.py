@@ -14,15 +14,19 @@ validation half, ``bench/zero_shot.py``'s validation sample, seed 7) is printed 
 nothing is chosen on it. The logistic-regression baseline over the
 same features is printed too (the reason the scorer is a network).
 
-Run: .venv/bin/python bench/fit_weights.py [--turns 2000] [--write]
+Run: .venv/bin/python bench/fit_weights.py [--turns 2000] [--write]   (the scorer, then the
+     weights of corrected examples on it, --taught alone)
      .venv/bin/python bench/fit_weights.py --events --turns 500 [--write]   (event weights)
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import random
 import sys
+from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -38,6 +42,7 @@ from notes import same_value  # noqa: E402
 from zero_shot import (  # noqa: E402
     NOW,
     Turn,
+    _gold_record,
     crosswoz_schema,
     gold_norm,
     load_set,
@@ -46,7 +51,9 @@ from zero_shot import (  # noqa: E402
     sgd_schemas,
 )
 
+from appliance.domain.records import MemoryRecord  # noqa: E402
 from appliance.domain.schema import MemorySchema  # noqa: E402
+from appliance.extract import evidence as evidence_module  # noqa: E402
 from appliance.extract.evidence import (  # noqa: E402
     FEATURES,
     SCORER_FILE,
@@ -56,6 +63,7 @@ from appliance.extract.evidence import (  # noqa: E402
     mean_score,
     without_similarity,
 )
+from appliance.extract.examples import ExampleBank  # noqa: E402
 from appliance.extract.extractor import assign  # noqa: E402
 from appliance.extract.spans import find_spans  # noqa: E402
 from appliance.model.embed import shared_embedder  # noqa: E402
@@ -164,13 +172,14 @@ def matrix(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def slot_f1(
-    rows: list[dict[str, Any]], score: Callable[[np.ndarray], np.ndarray], threshold: float
+    rows: list[dict[str, Any]], score: Callable[[np.ndarray], np.ndarray], threshold: float, rescore: bool = True
 ) -> dict[str, tuple[float, float, float]]:
-    """(P, R, F1) per set after scoring every candidate and assigning."""
+    """(P, R, F1) per set after scoring every candidate (``rescore``; else as they stand) and
+    assigning."""
     counts: dict[str, list[int]] = {}
     for r in rows:
         flat = [c for cs in r["cands"].values() for c in cs]
-        if flat:
+        if flat and rescore:
             for c, s in zip(flat, score(np.array([[c.features.get(f, 0.0) for f in FEATURES] for c in flat]))):
                 c.score = float(s)
         chosen = assign(r["cands"], threshold)
@@ -388,6 +397,137 @@ def main_events(n: int, seed: int, schemas: dict[str, MemorySchema], embedder: A
         print(f"wrote {EVENT_WEIGHTS_FILE}", file=sys.stderr)
 
 
+# --- corrected examples -----------------------------------------------------------------------
+TAUGHT_K = 5  # corrected turns per service, as bench/zero_shot.py --k 5
+TAUGHT_GRID = {
+    "context": (0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0),
+    "floor": (0.4, 0.5, 0.6),
+    "value": (0.0, 0.5, 1.0, 2.0),
+    "cue": (0.0, 2.0, 4.0, 6.0),
+}
+NEUTRAL_TAUGHT = {"context": 0.0, "floor": 0.5, "value": 0.0, "cue": 0.0}
+
+
+def _taught_record(schema: MemorySchema, t: Turn, i: int) -> MemoryRecord:
+    """A turn as the record a person corrected: its gold event, entity, values and their words."""
+    g = _gold_record(schema, t)
+    return MemoryRecord(
+        memory_id=f"taught-{i}",
+        session_id=f"teach-{t.dialogue}",
+        timestamp=NOW,
+        schema_id=schema.schema_id,
+        status="reviewed",
+        confidence=1.0,
+        source_text=t.text,
+        event_type=g["event_type"],
+        entity_type=g["entity_type"],
+        attributes=g["attributes"],
+        spans={k: t.slots[k][0] for k in g["attributes"] if t.slots.get(k)},
+    )
+
+
+def taught_rows(
+    turns: list[Turn], schemas: dict[str, MemorySchema], evidences: dict[str, SchemaEvidence], embedder: Any, seed: int
+) -> list[dict[str, Any]]:
+    """Rows of ``turns`` scored with ``TAUGHT_K`` corrected turns per service (CrossWOZ: per
+    domain, one bank for its schema) taken from them; the corrected turns' dialogues are not
+    scored. Each candidate keeps its zero-shot score and its taught evidence."""
+    pool = turns[:]
+    random.Random(seed + TAUGHT_K).shuffle(pool)
+    chosen: dict[str, list[Turn]] = defaultdict(list)
+    for t in pool:
+        key = t.schema if t.schema != "crosswoz" else t.intent
+        if len(chosen[key]) < TAUGHT_K and t.slots:
+            chosen[key].append(t)
+    by_schema: dict[str, list[Turn]] = defaultdict(list)
+    for ts in chosen.values():
+        by_schema[ts[0].schema] += ts
+    banks = {
+        name: ExampleBank.build(
+            schemas[name], [_taught_record(schemas[name], t, i) for i, t in enumerate(ts)], embedder
+        )
+        for name, ts in by_schema.items()
+    }
+    aside = {t.dialogue for ts in chosen.values() for t in ts}
+    rows = []
+    for i, t in enumerate(x for x in turns if x.dialogue not in aside and x.schema in banks):
+        schema, ev = schemas[t.schema], evidences[t.schema]
+        ent = schema.entity(t.intent) if t.schema == "crosswoz" else schema.entities[0]
+        cands = ev.candidates(ent.name, t.text, find_spans(schema.language, t.text, NOW + timedelta(seconds=i)))
+        vecs = ev.encode_contexts(cands)
+        rows.append(
+            {
+                "set": "crosswoz" if t.schema == "crosswoz" else "sgd",
+                "cands": cands,
+                "base": {n: [c.score for c in cs] for n, cs in cands.items()},
+                "taught": {n: ev.taught_evidence(banks[t.schema], t.text, n, cs, vecs) for n, cs in cands.items()},
+                "golds": {k: [g for g in v if g != "dontcare"] for k, v in t.slots.items()},
+                "typed": False,
+                "kinds": {a.name: a.kind for a in ent.attributes},
+            }
+        )
+    return rows
+
+
+def taught_f1(
+    rows: list[dict[str, Any]], w: dict[str, float], threshold: float
+) -> dict[str, tuple[float, float, float]]:
+    for r in rows:
+        for n, cs in r["cands"].items():
+            for c, base, (sim, same, cue) in zip(cs, r["base"][n], r["taught"][n]):
+                c.score = base + w["context"] * max(0.0, sim - w["floor"]) + w["value"] * same + w["cue"] * cue
+    return slot_f1(rows, lambda a: np.zeros(len(a)), threshold, rescore=False)
+
+
+def fit_taught(rows: list[dict[str, Any]], threshold: float) -> dict[str, float]:
+    """The least pull within one standard error of the best mean slot F1 over the sets (the
+    one-SE rule, as for the threshold): a few corrected examples must not drag words that are
+    nothing like them into their attributes, and the F1 surface is flat near its top."""
+    scored = []
+    for values in itertools.product(*TAUGHT_GRID.values()):
+        w = dict(zip(TAUGHT_GRID, values))
+        scored.append((float(np.mean([f for _, _, f in taught_f1(rows, w, threshold).values()])), w))
+    top = max(f for f, _ in scored)
+    positives = sum(len(g) for r in rows for g in r["golds"].values() if g)
+    one_se = float(np.sqrt(top * (1 - top) / max(1, positives)))
+
+    def pull(w: dict[str, float]) -> float:
+        return w["context"] * (1 - w["floor"]) + w["value"] + w["cue"]
+
+    near = [(pull(w), -f, w) for f, w in scored if f >= top - one_se]
+    chosen = min(near, key=lambda x: (x[0], x[1]))[2]
+    print(
+        f"corrected examples: best mean F1 {top:.4f}, one SE {one_se:.4f}, {len(near)} grid points within",
+        file=sys.stderr,
+    )
+    return chosen
+
+
+def main_taught(turns: int, seed: int, schemas: dict[str, MemorySchema], embedder: Any, write: bool) -> None:
+    """Fit the weights of corrected examples on the shipped scorer (and write them into it)."""
+    evidence_module._SCORER = None  # the scorer file as it is now on disk
+    shipped = evidence_module.scorer()
+    evidences = {k: SchemaEvidence(v, embedder) for k, v in schemas.items()}
+    rows = taught_rows(fit_turns(turns, seed), schemas, evidences, embedder, seed)
+    check = taught_rows(validation_turns(), schemas, evidences, embedder, seed)
+    w = fit_taught(rows, shipped.threshold)
+    for label_, weights in (("without examples", NEUTRAL_TAUGHT), ("shipped", shipped.taught), ("fitted", w)):
+        print(
+            f"k={TAUGHT_K} {label_} {weights}: fit split {taught_f1(rows, weights, shipped.threshold)}; "
+            f"validation sample {taught_f1(check, weights, shipped.threshold)}",
+            file=sys.stderr,
+        )
+    if write:
+        data = json.loads(SCORER_FILE.read_text())
+        data["taught"] = w
+        data["meta"]["taught"] = (
+            f"bench/fit_weights.py --taught, k={TAUGHT_K}, {len(rows)} fit turns, grid {TAUGHT_GRID}"
+        )
+        SCORER_FILE.write_text(json.dumps(data) + "\n")
+        evidence_module._SCORER = None
+        print(f"wrote the weights of corrected examples into {SCORER_FILE}", file=sys.stderr)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--turns", type=int, default=2000, help="fit turns per set (whole dialogues)")
@@ -397,11 +537,16 @@ def main() -> None:
     )
     ap.add_argument("--events", action="store_true", help="fit the event weights instead (prints them)")
     ap.add_argument("--check", action="store_true", help="only score the shipped scorer on the fit and validation rows")
+    ap.add_argument("--taught", action="store_true", help="only fit the weights of corrected examples (k=5)")
+    ap.add_argument("--taught-turns", type=int, default=600, help="fit turns per set for the corrected-example weights")
     args = ap.parse_args()
     embedder = shared_embedder("use3")
     schemas = all_schemas()
     if args.events:
         main_events(args.turns, args.seed, schemas, embedder, args.write)
+        return
+    if args.taught:
+        main_taught(args.taught_turns, args.seed, schemas, embedder, args.write)
         return
     evidences = {k: SchemaEvidence(v, embedder) for k, v in schemas.items()}
     fit = fit_turns(args.turns, args.seed)
@@ -462,8 +607,10 @@ def main() -> None:
         },
     }
     if args.write:
-        SCORER_FILE.write_text(json.dumps(data) + "\n")
+        # the corrected examples' weights are in the scorer's units: fitted anew on the new scorer
+        SCORER_FILE.write_text(json.dumps({**data, "taught": NEUTRAL_TAUGHT}) + "\n")
         print(f"wrote {SCORER_FILE}", file=sys.stderr)
+        main_taught(args.taught_turns, args.seed, schemas, embedder, write=True)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from appliance.api import Appliance
 from appliance.domain.drafts import draft_model
@@ -734,6 +735,9 @@ def test_a_taught_cue_moves_named_values_not_guessed_ones() -> None:
         for lang, values in [(v, {"subtitle_language": v}) for v in ("Spanish", "English", "Mandarin")]
     ]
     bank = ExampleBank.build(schema, examples, embedder=None)  # type: ignore[arg-type]
+    from appliance.extract.evidence import scorer
+
+    assert scorer().taught["cue"] > 0  # what is tested below: a fitted weight that moves scores
 
     def scores(text: str, taught: ExampleBank | None) -> dict[tuple[str, str], tuple[float, dict[str, float]]]:
         cands = evidence.candidates(ent.name, text, find_spans(schema.language, text, NOW), bank=taught)
@@ -744,7 +748,8 @@ def test_a_taught_cue_moves_named_values_not_guessed_ones() -> None:
         for (attr, surface), (score, features) in after.items():
             gain = score - before[(attr, surface)][0]
             if attr == "subtitle_language" and "enum_exact" in features:
-                assert gain == 6.0 * 3 / 6, (text, surface)  # three agreeing examples: half the weight
+                # three agreeing examples: half the fitted weight of a cue
+                assert gain == pytest.approx(scorer().taught["cue"] * 3 / 6), (text, surface)
             else:
                 assert gain == 0.0, (text, attr, surface, features)
     guessed = [f for (a, _), (_, f) in scores("with Osmond", bank).items() if a == "subtitle_language"]
@@ -851,3 +856,55 @@ def test_the_named_thing_points_at_the_entity_it_is_like() -> None:
             f,
         )
     assert not named_features(schema, emb, "").any()
+
+
+YES_NO_CASES = [
+    # the attribute's aliases are its words too, negated or not
+    ("Mochi is our cat. Not spayed yet.", "neutered", False),
+    ("so Mochi is spayed now", "neutered", True),
+    # "no longer" / "不再" deny what follows them
+    ("The boiler is no longer under warranty", "under_warranty", False),
+    ("维生素D不再吃了", "服用", False),
+]
+
+
+@pytest.mark.parametrize(("text", "attribute", "value"), YES_NO_CASES)
+def test_a_yes_no_attribute_is_read_by_its_aliases_and_denied_by_its_negations(
+    text: str, attribute: str, value: bool
+) -> None:
+    schema = _schema_of(
+        "home",
+        ["en", "zh"],
+        {
+            "Thing": [
+                {"name": "neutered", "kind": "boolean", "aliases": ["spayed", "fixed"]},
+                {"name": "under_warranty", "kind": "boolean"},
+                {"name": "服用", "kind": "boolean", "aliases": ["吃"]},
+            ]
+        },
+    )
+    found = _candidates(schema, "Thing", text)[attribute]
+    assert [c.value for c in found] == [value]
+
+
+def test_a_denied_enum_value_is_not_the_value() -> None:
+    schema = _schema_of(
+        "gear",
+        ["en"],
+        {
+            "Lens": [
+                {
+                    "name": "status",
+                    "kind": "enum",
+                    "values": [
+                        {"value": "owned", "aliases": ["keeping"]},
+                        {"value": "for_sale", "aliases": ["for sale", "listed"]},
+                    ],
+                }
+            ]
+        },
+    )
+    said = {c.value for c in _candidates(schema, "Lens", "Listed the 56 for sale")["status"]}
+    denied = {c.value for c in _candidates(schema, "Lens", "The 56 isn't for sale after all, keeping it")["status"]}
+    assert said == {"for_sale"}
+    assert denied == {"owned"}

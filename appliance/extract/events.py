@@ -40,8 +40,10 @@ are optional extras, not needed by any of the others.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -58,6 +60,7 @@ __all__ = [
     "event_references",
     "EVENT_FEATURES",
     "EVENT_WEIGHTS",
+    "EVENT_WEIGHTS_FILE",
     "ZERO_SHOT_WEIGHTS",
     "LM_WEIGHT_WITH_EXAMPLES",
     "EventEvidence",
@@ -108,25 +111,14 @@ EVENT_WEIGHTS: dict[str, float] = {
     "taught": 6.0,
     "specific": 0.667,
 }
-# Schemas with neither (a user's imported schema, personal_memory): every weight but keyword,
-# question, correction and taught refitted (--events, 1002 fit turns, teacher-forced) once the
-# attribute scorer became a mean of five networks with the modifier feature: fill and entity now
-# earn weight. Scored sample, recorded end to end: CrossWOZ domain 0.873 → 0.897, slot F1 0.803 →
-# 0.830; SGD intent 0.923 → 0.917, F1 unchanged (0.801).
+# Schemas with neither (a user's imported schema, personal_memory, a user's own schema): every
+# weight but keyword, question, correction and taught is fitted by ``bench/fit_weights.py --events
+# --write`` (conditional logit, teacher-forced, on the fit sets only) and shipped in
+# ``event_weights.json`` with its provenance.
+EVENT_WEIGHTS_FILE = Path(__file__).with_name("event_weights.json")
 ZERO_SHOT_WEIGHTS: dict[str, float] = {
     **EVENT_WEIGHTS,
-    "lm": 0.137,
-    "lexical": 1.979,
-    "semantic": 3.129,
-    "support": 2.363,
-    "fill": 2.279,
-    "entity": 1.434,
-    "continues": 1.841,
-    "commits": -0.597,
-    "specific": 0.704,
-    # set alone on the same fit split once clauses listing what is sought nearby stopped counting
-    # (grid 0–20, teacher-forced, 604 CrossWOZ turns): domain 0.924 → 0.934 at 3
-    "named": 3.0,
+    **json.loads(EVENT_WEIGHTS_FILE.read_text(encoding="utf-8"))["zero_shot"],
 }
 # With worked examples in its prompt the model is few-shot and its likelihood carries real
 # evidence: on the shipped schemas' dev set it is worth as much as each other signal (set there,

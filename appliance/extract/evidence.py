@@ -21,7 +21,11 @@ their aliases. For a message, every (attribute, span) pair the gate admits gets 
 * ``schema_word`` — the span is made of the schema's own words ("movie", "酒店"): a value
   is rarely the name of the thing;
 * shape features: ``capital`` (proper-noun shape), ``prep`` (after a preposition),
-  ``quoted``, ``length``, ``money`` (an amount for an attribute about money).
+  ``quoted``, ``length``, ``money`` (an amount for an attribute about money);
+* ``key_attr`` — the attribute is its entity's key (what the entity is known by: a pet's name,
+  a visit's reason); ``clause_start`` — the span opens its clause, where a note names what it
+  is about ("Mochi is our cat"). Task dialogues' schemas declare no keys: what these are worth
+  is learned from the notes of the fit set.
 
 Enum attributes score their values (exact value or alias, distinctive words, similarity, and
 ``enum_margin``: how much better the value fits the words than the attribute's other values);
@@ -93,6 +97,8 @@ FEATURES = (
     "modifier",
     "role_default",
     "head_char",
+    "key_attr",
+    "clause_start",
 )
 # what the sentence encoder gives: without one (APPLIANCE_SEMANTIC=off, or encoding failed) the
 # scorer uses networks fitted with these at zero — the full networks read a missing cosine as a
@@ -100,12 +106,11 @@ FEATURES = (
 SIMILARITY_FEATURES = ("sim_ctx", "sim_bare", "sim_entity", "sim_counted", "sim_margin")
 SCORER_FILE = Path(__file__).with_name("scorer.json")
 # Corrected examples (``examples.py``): a candidate whose context resembles the context of a value
-# a person gave for the attribute, or whose value is one a person gave, scores higher. Set on the
-# development dialogues with 5 corrected turns per service (bench/zero_shot.py --k 5).
-TAUGHT_CONTEXT = 6.0
-TAUGHT_FLOOR = 0.5
-TAUGHT_VALUE = 1.0
-TAUGHT_CUE = 6.0  # times a cue's share (examples.cue_share)
+# a person gave for the attribute (above a floor), whose value is one a person gave, or that
+# follows a word the examples' values followed, scores higher. The weights are in the scorer's
+# units, so they are fitted with it (``bench/fit_weights.py --taught``, 5 corrected turns per
+# service of the fit sets) and shipped in ``scorer.json``.
+TAUGHT_KEYS = ("context", "floor", "value", "cue")
 
 
 class Scorer:
@@ -124,6 +129,9 @@ class Scorer:
         self.nets = _nets(data.get("nets", [data]))
         self.threshold = float(data["threshold"])
         self.meta = data.get("meta", {})
+        # a scorer file without them (a test's) takes no pull from corrected examples
+        taught = data.get("taught", {})
+        self.taught = {k: float(taught.get(k, 0.0)) for k in TAUGHT_KEYS}
         # without the encoder: its own networks, their scores moved onto the main threshold
         plain = data.get("plain")
         self.plain_nets = _nets(plain["nets"]) if plain else self.nets
@@ -223,6 +231,7 @@ class _AttrInfo:
     enum_words: dict[str, frozenset[str]] = field(default_factory=dict)
     absence: str | None = None  # the enum value that means "none" ("None" for no subtitles)
     paired: bool = False  # another attribute of a kind it takes has the opposite role
+    key: bool = False  # the entity is known by it (its first key attribute)
 
 
 @dataclass(frozen=True)
@@ -241,6 +250,13 @@ class _Occupied:
 
     typed: list[tuple[int, int]]  # typed values: dates, times, numbers, codes
     words: list[tuple[int, int]]  # occurrences of the schema's CJK words
+
+
+def _opens_clause(text: str, start: int) -> bool:
+    """Nothing but punctuation stands between the span and the start of its clause: where a
+    note names what it is about ("Mochi is our cat", "Biscuit - beagle", "陈老师不上门")."""
+    before = text[:start].rstrip()
+    return not before or _punct(before[-1])
 
 
 def _readable(name: str) -> str:
@@ -349,6 +365,7 @@ class SchemaEvidence:
                 bool_parts=bool_parts,
                 enum_words=enum_words,
                 absence=absence,
+                key=bool(ent.key) and a.name == ent.key[0],
             )
         opposite = {"origin": "destination", "destination": "origin"}
         for info in infos.values():
@@ -415,6 +432,9 @@ class SchemaEvidence:
                     if s not in facts:
                         facts[s] = self._span_facts(s, s in modifiers)
                     f = self._features(info, s, facts[s], label_vec, vecs.get(ctx[s]), vecs.get(s.text))
+                    f["key_attr"] = float(info.key)
+                    if s.kind in ("text", "address"):
+                        f["clause_start"] = float(_opens_clause(text, s.start))
                     if entity_vec is not None and s.text in vecs:
                         f["sim_entity"] = float(np.dot(entity_vec, vecs[s.text]))
                     if s in counted and label_vec is not None and counted[s] in vecs:
@@ -434,19 +454,10 @@ class SchemaEvidence:
             for c, sc in zip(flat, scores):
                 c.score = float(sc)
         if bank is not None and score:
-            cue_at: dict[int, str] = {}
+            w = scorer().taught
             for name, cs in out.items():
-                for c in cs:
-                    sim, same = bank.attribute_evidence(name, vecs.get(c.context), c.value)
-                    c.score += TAUGHT_CONTEXT * max(0.0, sim - TAUGHT_FLOOR) + TAUGHT_VALUE * same
-                    if "enum_sim" in c.features:
-                        # a span the encoder only likens to a value: the word before it says which
-                        # attribute words fill, not that a name is a language (sgd-dev Media_2:
-                        # "with *Coral Browne*" as Mandarin subtitles, 16 such values → 6)
-                        continue
-                    if c.start not in cue_at:
-                        cue_at[c.start] = taught_cue(self.lang, text, c.start)
-                    c.score += TAUGHT_CUE * bank.cue_share(name, cue_at[c.start])
+                for c, (sim, same, cue) in zip(cs, self.taught_evidence(bank, text, name, cs, vecs)):
+                    c.score += w["context"] * max(0.0, sim - w["floor"]) + w["value"] * same + w["cue"] * cue
         # candidates the attribute cannot take, dropped after scoring so that no other attribute's
         # margins move
         for name, cs in out.items():
@@ -471,6 +482,25 @@ class SchemaEvidence:
                 cs[:] = [c for c in cs if not (c.surface.islower() and c.surface.isalpha())]
             cs.sort(key=lambda c: -c.score)
         return out
+
+    def taught_evidence(
+        self, bank: ExampleBank, text: str, name: str, cands: list[Candidate], vecs: dict[str, np.ndarray]
+    ) -> list[tuple[float, float, float]]:
+        """Per candidate of attribute ``name``: (context similarity to the examples' values,
+        1 if a person gave this value, the share of the examples' values after the same word)."""
+        out = []
+        for c in cands:
+            sim, same = bank.attribute_evidence(name, vecs.get(c.context), c.value)
+            # a span the encoder only likens to a value: the word before it says which attribute
+            # words fill, not that a name is a language (sgd-dev Media_2: "with *Coral Browne*"
+            # as Mandarin subtitles)
+            cue = 0.0 if "enum_sim" in c.features else bank.cue_share(name, taught_cue(self.lang, text, c.start))
+            out.append((sim, same, cue))
+        return out
+
+    def encode_contexts(self, cands: dict[str, list[Candidate]]) -> dict[str, np.ndarray]:
+        """The vectors of the candidates' contexts (what ``candidates`` encodes; for fitting)."""
+        return self._encode_map(sorted({c.context for cs in cands.values() for c in cs}))
 
     def _trimmed(self, text: str, spans: list[Span]) -> tuple[list[Span], frozenset[Span]]:
         """CJK text spans with a schema word stripped from either end ("舒适型酒店" → "舒适型",
@@ -567,29 +597,46 @@ class SchemaEvidence:
         return f
 
     def _boolean(self, info: _AttrInfo, text: str, low: str, occupied: _Occupied) -> list[Candidate]:
-        """Yes/no from the attribute's own words in the message (all of them): true unless negated
-        right before, nothing when asked ("有没有会议室"). An occurrence says nothing when it lies inside a typed value ("*next*
-        Thursday" is a date, not arrives_next_day) or inside or across another schema word
-        ("租车" in "出租车", "早餐服务" in "早餐服务免费")."""
+        """Yes/no from the attribute's own words in the message (all of them), else from one of
+        its aliases (the schema's other words for the same condition: "spayed" for neutered):
+        true unless negated right before, nothing when asked ("有没有会议室"). An occurrence
+        says nothing when it lies inside a typed value ("*next* Thursday" is a date, not
+        arrives_next_day) or inside or across another schema word ("租车" in "出租车",
+        "早餐服务" in "早餐服务免费")."""
+        # the name as a phrase first: a negation before it denies it all ("no longer *under
+        # warranty*", where "under" is no part of its own)
+        phrase = _readable(info.attr.name).lower()
+        if " " in phrase and (found := self._yes_no(info, text, low, phrase, occupied)) is not None:
+            return found
         whole = "".join(info.bool_parts).lower()  # "WiFi" is its parts written as one word
-        if not _part_positions(low, whole) and not all(_part_positions(low, p.lower()) for p in info.bool_parts):
-            return []  # "arrive in Philadelphia" does not state arrives_next_day
-        for part in info.bool_parts:
-            p = part.lower()
-            for pos in _part_positions(low, p):
-                end = _part_end(low, pos, p)
-                if any(a <= pos and end <= b for a, b in occupied.typed):
-                    continue
-                if any(
-                    a < end and pos < b and (a, b) != (pos, end) and not (pos <= a and b <= end)
-                    for a, b in occupied.words
-                ):
-                    continue
-                if self.lang.asked_at(low, pos):
-                    return []
-                value = not self.lang.negated_at(low, pos)
-                return [Candidate(info.attr.name, value, text[pos:end], pos, end, {"bias": 1.0, "boolean": 1.0})]
+        if _part_positions(low, whole) or all(_part_positions(low, p.lower()) for p in info.bool_parts):
+            for part in info.bool_parts:
+                found = self._yes_no(info, text, low, part.lower(), occupied)
+                if found is not None:
+                    return found
+            return []
+        for alias in info.attr.aliases:  # "arrive in Philadelphia" does not state arrives_next_day
+            found = self._yes_no(info, text, low, alias.lower(), occupied)
+            if found is not None:
+                return found
         return []
+
+    def _yes_no(self, info: _AttrInfo, text: str, low: str, word: str, occupied: _Occupied) -> list[Candidate] | None:
+        """The yes/no ``word`` says at its first free occurrence ([] when asked; None when it
+        stands free nowhere)."""
+        for pos in _part_positions(low, word):
+            end = _part_end(low, pos, word)
+            if any(a <= pos and end <= b for a, b in occupied.typed):
+                continue
+            if any(
+                a < end and pos < b and (a, b) != (pos, end) and not (pos <= a and b <= end) for a, b in occupied.words
+            ):
+                continue
+            if self.lang.asked_at(low, pos):
+                return []
+            value = not self.lang.negated_at(low, pos)
+            return [Candidate(info.attr.name, value, text[pos:end], pos, end, {"bias": 1.0, "boolean": 1.0})]
+        return None
 
     def _enum(
         self,
@@ -616,12 +663,14 @@ class SchemaEvidence:
         span_sims = {
             s: {v.value: float(np.dot(value_vecs[v.value], vecs[s.text])) for v in a.values if v.value in value_vecs}
             for s in spans
-            if s.kind == "text" and s.text in vecs
+            if s.kind == "text" and s.text in vecs and not self.lang.negated_at(low, s.start)
         }
         for v in a.values:
             best: Candidate | None = None
-            for form in (v.value, *v.aliases):
-                pos = _find_exact(low, form.lower())
+            forms = [(form, _find_exact(low, form.lower())) for form in (v.value, *v.aliases)]
+            if any(pos >= 0 and self.lang.negated_at(low, pos) for _, pos in forms):
+                continue  # the value denied ("isn't *for sale*", "不*带走*") is not the value
+            for form, pos in forms:
                 if pos >= 0:
                     best = Candidate(
                         a.name,
@@ -634,9 +683,9 @@ class SchemaEvidence:
                     break
             if best is None and info.enum_words.get(v.value):
                 hit = info.enum_words[v.value] & text_terms
-                if hit:
-                    word = sorted(hit, key=len)[-1]
-                    pos = max(0, low.find(word))
+                word = sorted(hit, key=len)[-1] if hit else ""
+                pos = max(0, low.find(word))
+                if hit and not self.lang.negated_at(low, pos):
                     share = len(hit) / len(info.enum_words[v.value])
                     best = Candidate(
                         a.name,

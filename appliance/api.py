@@ -53,6 +53,7 @@ __all__ = ["Appliance", "resolve_schema", "MAX_TEXT_CHARS", "clean_text", "clean
 
 SchemaSpec = str | Path | MemorySchema | dict[str, Any]
 MAINTAIN_EVERY = 1000  # records between checks that the vector index still fits its size
+KNOWN_KEYS = 500  # the newest entities of a session whose keys a note may name again
 
 
 def resolve_schema(schema: SchemaSpec, schema_dir: Path) -> MemorySchema:
@@ -242,6 +243,7 @@ class Appliance:
                 corrects=Resolver(sch, self.store).corrected_event(text, session_id),
                 examples=self._example_bank(sch),
                 told=self.store.records.told(session_id, sch.schema_id),
+                known=self._known_keys(sch, session_id),
             )
             try:
                 extractor.on_progress = on_progress
@@ -291,6 +293,17 @@ class Appliance:
             mentions=mentions_of(sch, ent, d.entity.attributes),
         )
         return self._store(sch, rec, request_id)
+
+    def _known_keys(self, schema: MemorySchema, session_id: str) -> dict[str, frozenset[str]]:
+        """Per keyed entity type of ``schema``: the key values of the session's entities of it
+        (the newest ``KNOWN_KEYS``), lower-case."""
+        keyed = {e.name: e.key[0] for e in schema.entities if e.key}
+        out: dict[str, set[str]] = {}
+        for ent in self.store.entities.of_types(session_id, list(keyed), limit=KNOWN_KEYS):
+            value = ent.attributes.get(keyed[ent.type])
+            if isinstance(value, str) and value:
+                out.setdefault(ent.type, set()).add(value.lower())
+        return {k: frozenset(v) for k, v in out.items()}
 
     def _example_bank(self, schema: MemorySchema) -> ExampleBank | None:
         """The reviewed records of ``schema`` (its own id and earlier versions of its domain

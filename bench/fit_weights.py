@@ -17,6 +17,7 @@ same features is printed too (the reason the scorer is a network).
 Run: .venv/bin/python bench/fit_weights.py [--turns 2000] [--write]   (the scorer, then the
      weights of corrected examples on it, --taught alone)
      .venv/bin/python bench/fit_weights.py --events --turns 500 [--write]   (event weights)
+     .venv/bin/python bench/fit_weights.py --review --turns 500 [--write]   (the review model)
 """
 
 from __future__ import annotations
@@ -37,19 +38,23 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from notes import SETS as NOTE_SETS  # noqa: E402
+from notes import Scored, same_value  # noqa: E402
 from notes import load_set as load_notes  # noqa: E402
-from notes import same_value  # noqa: E402
+from notes import score as score_note  # noqa: E402
 from zero_shot import (  # noqa: E402
     NOW,
+    Result,
     Turn,
     _gold_record,
     crosswoz_schema,
     gold_norm,
     load_set,
     predicted_norm,
+    right,
     sample_dialogues,
     sgd_schemas,
 )
+from zero_shot import score as score_turn  # noqa: E402
 
 from appliance.domain.records import MemoryRecord  # noqa: E402
 from appliance.domain.schema import MemorySchema  # noqa: E402
@@ -122,18 +127,31 @@ def collect(
     return rows
 
 
+class KnownKeys(dict[str, frozenset[str]]):
+    """The keys the session's store would hold before each note (teacher forcing: the gold keys
+    of the earlier notes of the file, lower-case, per entity type)."""
+
+    def add(self, schema: MemorySchema, note: dict[str, Any]) -> None:
+        gold = note["gold"]
+        ent = schema.entity(gold["entity_type"])
+        if ent.key and isinstance(gold["attributes"].get(ent.key[0]), str):
+            self[ent.name] = self.get(ent.name, frozenset()) | {gold["attributes"][ent.key[0]].lower()}
+
+
 def collect_notes(folder: Path, embedder: Any) -> list[dict[str, Any]]:
     """Rows of a notes set: each note's candidates for its gold entity type, its gold values
     typed (the key attribute also accepts the note's ``key_alts``)."""
     rows = []
     for _, schema, notes in load_notes(folder, None):
         evidence = SchemaEvidence(schema, embedder)
+        known = KnownKeys()
         for note in notes:
             gold = note["gold"]
             ent = schema.entity(gold["entity_type"])
             at = datetime.fromisoformat(note["at"]).replace(tzinfo=UTC)
             spans = find_spans(schema.language, note["text"], at)
-            cands = evidence.candidates(ent.name, note["text"], spans, score=False)
+            cands = evidence.candidates(ent.name, note["text"], spans, score=False, known=known.get(ent.name))
+            known.add(schema, note)
             golds: dict[str, list[Any]] = {k: [v] for k, v in gold["attributes"].items()}
             if ent.key and ent.key[0] in golds:
                 golds[ent.key[0]] += note.get("key_alts", [])
@@ -306,11 +324,13 @@ def note_event_rows(folder: Path, engine: Any, embedder: Any) -> list[dict[str, 
     for _, schema, notes in load_notes(folder, None):
         x = Extractor(schema, engine, grammars, embedder=embedder)
         previous = None
+        known = KnownKeys()
         for note in notes:
             gold_event = note["gold"]["event_type"]
             at = datetime.fromisoformat(note["at"]).replace(tzinfo=UTC)
-            res = x.extract(note["text"], at, hint=SessionHint(previous_event=previous), retry=False)
+            res = x.extract(note["text"], at, hint=SessionHint(previous_event=previous, known=known), retry=False)
             previous = gold_event
+            known.add(schema, note)
             feats = res.evidence.get("event_features")
             if feats:
                 names = schema.event_names
@@ -528,6 +548,153 @@ def main_taught(turns: int, seed: int, schemas: dict[str, MemorySchema], embedde
         print(f"wrote the weights of corrected examples into {SCORER_FILE}", file=sys.stderr)
 
 
+# --- review -------------------------------------------------------------------------------------
+def review_rows(
+    turns: list[Turn], notes_folder: Path | None, schemas: dict[str, MemorySchema], engine: Any, embedder: Any
+) -> list[dict[str, Any]]:
+    """Per record extracted (teacher-forced session, as for the event weights): its review
+    features and whether it is wrong (any part: event, entity, a value missed or wrong)."""
+    import tempfile
+
+    from appliance.extract import review as review_module
+    from appliance.extract.extractor import Extractor, SessionHint
+    from appliance.extract.review import REVIEW_FEATURES
+    from appliance.model.grammar import GrammarCache
+
+    # while fitting, no model flags anything: only the features are read
+    n = len(REVIEW_FEATURES)
+    review_module._MODEL = review_module.ReviewModel(np.zeros(n), np.zeros(n), np.ones(n), 1.0)
+    grammars = GrammarCache(Path(tempfile.mkdtemp()))
+    extractors = {k: Extractor(s, engine, grammars, embedder=embedder) for k, s in schemas.items()}
+    out = []
+    previous: dict[str, str] = {}
+    for i, t in enumerate(turns):
+        schema = schemas[t.schema]
+        gold_event = (
+            next(ev.name for ev in schema.event_types if ev.entity == t.intent) if t.schema == "crosswoz" else t.intent
+        )
+        res = extractors[t.schema].extract(
+            t.text, NOW + timedelta(seconds=i), hint=SessionHint(previous_event=previous.get(t.dialogue)), retry=False
+        )
+        previous[t.dialogue] = gold_event
+        if res.draft is None or "review_features" not in res.evidence:
+            continue
+        d = res.draft
+        r = Result(
+            t,
+            d.event_type if t.schema != "crosswoz" else d.entity.type,
+            dict(d.entity.attributes),
+            res.spans,
+            "",
+            0.0,
+            0.0,
+        )
+        score_turn(r, schema, d.entity.type)
+        out.append(
+            {
+                "set": "crosswoz" if t.schema == "crosswoz" else "sgd",
+                "x": res.evidence["review_features"],
+                "wrong": not right(r),
+            }
+        )
+    for slug, schema, notes in load_notes(notes_folder, None) if notes_folder else []:
+        x = Extractor(schema, engine, grammars, embedder=embedder)
+        prev = None
+        known = KnownKeys()
+        for note in notes:
+            at = datetime.fromisoformat(note["at"]).replace(tzinfo=UTC)
+            res = x.extract(note["text"], at, hint=SessionHint(previous_event=prev, known=known), retry=False)
+            prev = note["gold"]["event_type"]
+            known.add(schema, note)
+            if res.draft is None or "review_features" not in res.evidence:
+                continue
+            d = res.draft
+            sc = Scored(note, slug, d.event_type, d.entity.type, dict(d.entity.attributes), "", 0.0, 0.0)
+            score_note(sc, schema)
+            out.append({"set": "notes", "x": res.evidence["review_features"], "wrong": not sc.fully_right})
+    review_module._MODEL = None
+    return out
+
+
+def review_matrix(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    from appliance.extract.review import REVIEW_FEATURES
+
+    x = np.array([[1.0 if f == "bias" else float(r["x"].get(f, 0.0)) for f in REVIEW_FEATURES] for r in rows])
+    y = np.array([float(r["wrong"]) for r in rows])
+    sets = [r["set"] for r in rows]
+    size = {k: sets.count(k) for k in set(sets)}
+    w = np.array([len(sets) / (len(size) * size[k]) for k in sets])
+    return x, y, w
+
+
+def flag_report(rows: list[dict[str, Any]], p: np.ndarray, threshold: float) -> dict[str, dict[str, float]]:
+    """Per set: the share of records flagged, of wrong records stored ok, of flagged ones wrong."""
+    out = {}
+    for k in sorted({r["set"] for r in rows}):
+        idx = [i for i, r in enumerate(rows) if r["set"] == k]
+        flagged = [p[i] >= threshold for i in idx]
+        wrong = [rows[i]["wrong"] for i in idx]
+        n_wrong = sum(wrong)
+        out[k] = {
+            "records": len(idx),
+            "wrong": round(n_wrong / len(idx), 3),
+            "flagged": round(sum(flagged) / len(idx), 3),
+            "wrong_stored_ok": round(sum(w and not f for w, f in zip(wrong, flagged)) / max(1, n_wrong), 3),
+            "flag_precision": round(sum(w and f for w, f in zip(wrong, flagged)) / max(1, sum(flagged)), 3),
+        }
+    return out
+
+
+def main_review(n: int, seed: int, schemas: dict[str, MemorySchema], embedder: Any, write: bool) -> None:
+    """Fit the review model (``extract/review.py``) on the fit sets' records: logistic weights
+    (sets weighted alike), then the highest threshold that flags ``TARGET_RECALL`` of the wrong
+    records in every fit set."""
+    from appliance.extract.review import REVIEW_FEATURES, REVIEW_FILE, TARGET_RECALL
+    from appliance.model.engine import LlamaCppEngine, resolve_model_path
+
+    engine = LlamaCppEngine(resolve_model_path("smollm2", Path(__file__).resolve().parents[1] / "models"))
+    rows = review_rows(fit_turns(n, seed), NOTE_SETS["fit"], schemas, engine, embedder)
+    check = review_rows(validation_turns(), None, schemas, engine, embedder)
+    x, y, weight = review_matrix(rows)
+    mu, sd = x.mean(0), x.std(0) + 1e-6
+    mu[0], sd[0] = 0.0, 1.0  # the bias stays 1
+    w = logistic((x - mu) / sd, y, weight=weight)
+
+    def prob(rs: list[dict[str, Any]]) -> np.ndarray:
+        a = review_matrix(rs)[0] if rs else np.zeros((0, len(REVIEW_FEATURES)))
+        return np.asarray(1 / (1 + np.exp(-np.clip(((a - mu) / sd) @ w, -30, 30))))
+
+    p = prob(rows)
+    # the highest threshold at which every fit set's wrong records are flagged at TARGET_RECALL
+    candidates = sorted(set(np.round(p, 4).tolist()), reverse=True)
+    threshold = 0.0
+    for t in candidates:
+        report = flag_report(rows, p, t)
+        if all(v["wrong_stored_ok"] <= 1 - TARGET_RECALL for v in report.values()):
+            threshold = float(t)
+            break
+    print("review weights:", dict(zip(REVIEW_FEATURES, np.round(w, 3).tolist())), file=sys.stderr)
+    print(f"threshold {threshold:.4f}: fit {flag_report(rows, p, threshold)}", file=sys.stderr)
+    print(f"  validation sample {flag_report(check, prob(check), threshold)}", file=sys.stderr)
+    if write:
+        meta = {
+            "fitted_by": "bench/fit_weights.py --review --write",
+            "sets": "sgd-fit (its services not in sgd-dev) + crosswoz-dev fit half + notes-fit, each set weighted alike",
+            "records": len(rows),
+            "target_recall": TARGET_RECALL,
+        }
+        data = {
+            "features": list(REVIEW_FEATURES),
+            "weights": np.round(w, 6).tolist(),
+            "mu": np.round(mu, 6).tolist(),
+            "sd": np.round(sd, 6).tolist(),
+            "threshold": round(threshold, 4),
+            "meta": meta,
+        }
+        REVIEW_FILE.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"wrote {REVIEW_FILE}", file=sys.stderr)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--turns", type=int, default=2000, help="fit turns per set (whole dialogues)")
@@ -538,12 +705,16 @@ def main() -> None:
     ap.add_argument("--events", action="store_true", help="fit the event weights instead (prints them)")
     ap.add_argument("--check", action="store_true", help="only score the shipped scorer on the fit and validation rows")
     ap.add_argument("--taught", action="store_true", help="only fit the weights of corrected examples (k=5)")
+    ap.add_argument("--review", action="store_true", help="fit the review model (with --write: review.json)")
     ap.add_argument("--taught-turns", type=int, default=600, help="fit turns per set for the corrected-example weights")
     args = ap.parse_args()
     embedder = shared_embedder("use3")
     schemas = all_schemas()
     if args.events:
         main_events(args.turns, args.seed, schemas, embedder, args.write)
+        return
+    if args.review:
+        main_review(args.turns, args.seed, schemas, embedder, args.write)
         return
     if args.taught:
         main_taught(args.taught_turns, args.seed, schemas, embedder, args.write)

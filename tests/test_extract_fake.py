@@ -908,3 +908,62 @@ def test_a_denied_enum_value_is_not_the_value() -> None:
     denied = {c.value for c in _candidates(schema, "Lens", "The 56 isn't for sale after all, keeping it")["status"]}
     assert said == {"for_sale"}
     assert denied == {"owned"}
+
+
+def test_the_review_model_flags_what_is_likely_wrong_and_says_why(tmp_path: Path) -> None:
+    from appliance.extract.review import REVIEW_FEATURES, ReviewModel, review_features
+
+    schema = _schema_of(
+        "pets",
+        ["en"],
+        {"Pet": [{"name": "name", "kind": "string", "format": "name"}, {"name": "weight", "kind": "number"}]},
+    )
+    ent = schema.entity("Pet")
+    # a keyed entity whose key is missing, one value filled, its event a close call
+    keyed = ent.model_copy(update={"key": ("name",)})
+    f = review_features({"event_type": 0.55, "weight": 0.9}, keyed, {"name": None, "weight": 4.1}, None, {}, True)
+    assert f["key_missing"] == 1.0 and f["unfilled"] == 0.5 and f["nothing_filled"] == 0.0
+    assert f["event_unsure"] == pytest.approx(0.45) and f["value_unsure"] == pytest.approx(0.1)
+    # the model: only a missing key weighs; flagged above its threshold, with that reason
+    n = len(REVIEW_FEATURES)
+    weights = np.zeros(n)
+    weights[REVIEW_FEATURES.index("key_missing")] = 3.0
+    model = ReviewModel(weights, np.zeros(n), np.ones(n), threshold=0.9)
+    assert "key" in model.reason(f)
+    assert model.reason({**f, "key_missing": 0.0}) == ""
+    path = tmp_path / "review.json"
+    path.write_text(json.dumps({"features": ["bias"], "weights": [0], "mu": [0], "sd": [1], "threshold": 0.5}))
+    with pytest.raises(ValueError, match="refit"):
+        ReviewModel.load(path)
+
+
+def test_a_span_naming_a_known_key_says_so_and_only_for_the_key() -> None:
+    from appliance.domain.loading import parse_schema
+
+    schema = parse_schema(
+        {
+            "schema_version": "1.0",
+            "domain": "pets",
+            "languages": ["en"],
+            "entities": {
+                "Pet": {
+                    "key": ["name"],
+                    "attributes": [
+                        {"name": "name", "kind": "string", "format": "name"},
+                        {"name": "vet", "kind": "string", "format": "name"},
+                    ],
+                }
+            },
+            "event_types": [{"name": "noted", "entity": "Pet"}],
+        }
+    )
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    text = "Took Biscuit to see Patel"
+    spans = find_spans(schema.language, text, datetime(2026, 12, 1))
+    cands = SchemaEvidence(schema, None).candidates("Pet", text, spans, known=frozenset({"biscuit"}))
+    by = {(a, c.surface): c.features for a, cs in cands.items() for c in cs}
+    assert by[("name", "Biscuit")]["known_key"] == 1.0
+    assert by[("name", "Patel")]["known_key"] == 0.0
+    assert "known_key" not in by[("vet", "Biscuit")]  # not the key attribute

@@ -354,3 +354,13 @@ def test_equal_or_falling_numbers_without_units_are_no_range() -> None:
 
     assert [n.surface for n in find_numbers(LANG, "from 5 to 3 people")] == ["5", "3"]
     assert [n.surface for n in find_numbers(LANG, "3-3 stars")] == ["3", "3"]
+
+
+def test_a_cjk_piece_is_also_offered_without_the_verb_glued_after_it() -> None:
+    from appliance.extract.spans import find_spans
+
+    spans = find_spans(language_for(("zh",)), "红烧肉做了，酱油用完了", NOW)
+    cut = {s.text for s in spans if s.kind == "text" and s.cut}
+    whole = {s.text for s in spans if s.kind == "text" and not s.cut}
+    assert {"红烧肉", "酱油"} <= cut  # the noun without "做" / "用完"
+    assert "红烧肉做" in whole  # the piece itself stays, unmarked: the scorer weighs the cut

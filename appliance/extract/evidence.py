@@ -24,8 +24,11 @@ their aliases. For a message, every (attribute, span) pair the gate admits gets 
   ``quoted``, ``length``, ``money`` (an amount for an attribute about money);
 * ``key_attr`` — the attribute is its entity's key (what the entity is known by: a pet's name,
   a visit's reason); ``clause_start`` — the span opens its clause, where a note names what it
-  is about ("Mochi is our cat"). Task dialogues' schemas declare no keys: what these are worth
-  is learned from the notes of the fit set.
+  is about ("Mochi is our cat"); ``known_key`` — the span is the key of an entity of the type
+  the session already holds ("Biscuit" again: a later note naming it updates it). Task dialogues'
+  schemas declare no keys: what these are worth is learned from the notes of the fit set;
+* ``cut`` — a CJK piece offered without its last one or two characters (a verb or result glued
+  after a noun: "红烧肉做了", "酱油用完了"); the fit says how much a cut is worth.
 
 Enum attributes score their values (exact value or alias, distinctive words, similarity, and
 ``enum_margin``: how much better the value fits the words than the attribute's other values);
@@ -99,6 +102,8 @@ FEATURES = (
     "head_char",
     "key_attr",
     "clause_start",
+    "known_key",
+    "cut",
 )
 # what the sentence encoder gives: without one (APPLIANCE_SEMANTIC=off, or encoding failed) the
 # scorer uses networks fitted with these at zero — the full networks read a missing cosine as a
@@ -385,11 +390,18 @@ class SchemaEvidence:
 
     # --- per message -------------------------------------------------------------------------
     def candidates(
-        self, entity: str, text: str, spans: list[Span], score: bool = True, bank: ExampleBank | None = None
+        self,
+        entity: str,
+        text: str,
+        spans: list[Span],
+        score: bool = True,
+        bank: ExampleBank | None = None,
+        known: frozenset[str] | None = None,
     ) -> dict[str, list[Candidate]]:
         """Every admissible (attribute → candidates) of ``entity`` for this message, scored
         (``score=False``: features only, for fitting the scorer); ``bank``: corrected examples
-        of the schema, whose value contexts add to the scores."""
+        of the schema, whose value contexts add to the scores; ``known``: the keys of the
+        session's entities of this type, lower-case (a span naming one is likely the key)."""
         infos = self.attrs[entity]
         low = text.lower()
         kind_count: dict[str, int] = {}
@@ -433,8 +445,11 @@ class SchemaEvidence:
                         facts[s] = self._span_facts(s, s in modifiers)
                     f = self._features(info, s, facts[s], label_vec, vecs.get(ctx[s]), vecs.get(s.text))
                     f["key_attr"] = float(info.key)
+                    if info.key and known:
+                        f["known_key"] = float(s.text.lower() in known)
                     if s.kind in ("text", "address"):
                         f["clause_start"] = float(_opens_clause(text, s.start))
+                        f["cut"] = float(s.cut)
                     if entity_vec is not None and s.text in vecs:
                         f["sim_entity"] = float(np.dot(entity_vec, vecs[s.text]))
                     if s in counted and label_vec is not None and counted[s] in vecs:

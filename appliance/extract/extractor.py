@@ -60,29 +60,17 @@ from .events import (
 )
 from .evidence import Candidate, SchemaEvidence, scorer
 from .examples import ExampleBank
+from .review import review_features, review_model
 from .spans import find_spans
 
 __all__ = ["Extraction", "Extractor", "ExtractMode", "SessionHint"]
 
 ExtractMode = Literal["grounded", "greedy"]
 MAX_RECORD_TOKENS = 320
-# An event choice less sure than this is flagged for review. Measured on a fit split of the
-# development dialogues (with the rule below): 0.7 flags 27 % / 18 % (SGD / CrossWOZ) and leaves
-# 11 % / 12 % of records silently wrong; 0.9 flags 46 % / 30 % and leaves 6 % / 8 %.
-CLOSE_CALL = 0.9
 # With worked examples in the prompt the event scores spread more (the model's likelihood counts
-# fully): on the shipped schemas' dev set 0.5 flags 11 % and leaves 4 % silently wrong.
+# fully): on the shipped schemas' dev set 0.5 flags 11 % and leaves 4 % silently wrong. Schemas
+# without examples are flagged by the fitted review model (``review.py``).
 CLOSE_CALL_WITH_EXAMPLES = 0.5
-# A value whose words would fill another attribute (not filled otherwise) almost as well is a
-# close call too: "directed by Michael Chaves" as director or starring. Scorer units (logits).
-# Measured on a fit split of the development dialogues (600 turns outside the scored sample):
-# 0.5 flags 3.7 % more records, half of them wrong, and silent misses fall 7.3 % → 5.8 %
-# (0.2: 2 % more, silent 6.6 %; 1.0: 6 % more, silent 5.3 %).
-ATTRIBUTE_MARGIN = 0.5
-# With worked examples the attribute scores are not calibrated the same way: on the shipped
-# schemas 0.5 flagged clear statements ("Ticket T-9 … has been resolved": description or status,
-# 0.26), so the rule is off there until it is measured on their dev set.
-ATTRIBUTE_MARGIN_WITH_EXAMPLES = 0.0
 
 
 @dataclass
@@ -93,6 +81,9 @@ class SessionHint:
     corrects: str | None = None  # the event of an earlier record this message corrects
     examples: ExampleBank | None = None  # reviewed records of this schema
     told: frozenset[str] = frozenset()  # attributes the session's earlier records of this schema hold
+    # per entity type, the keys of the session's entities of it ("Biscuit", "spay"): a note that
+    # names one again is about it
+    known: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -309,7 +300,11 @@ class Extractor:
         near: dict[str, float] = {}
         candidates: dict[str, dict[str, list[Candidate]]] = {}
         for ent in s.entities:
-            cands = self.evidence.candidates(ent.name, text, spans, bank=hint.examples) if self.lexical else {}
+            cands = (
+                self.evidence.candidates(ent.name, text, spans, bank=hint.examples, known=hint.known.get(ent.name))
+                if self.lexical
+                else {}
+            )
             cands = {k: v for k, v in cands.items() if (a := ent.attribute(k)) is not None and a.kind != "ref"}
             candidates[ent.name] = cands
             filled[ent.name] = assign(cands)
@@ -365,7 +360,7 @@ class Extractor:
         rivals = _rivals(candidates.get(ent.name, {}), chosen_values, listed)
         close = {a: r for a, r in rivals.items() if attributes.get(a) is not None}
         reasons = (
-            self._review(conf, ent, attributes, near.get(ent.name, -99.0), entity_id, close),
+            self._review(conf, ent, attributes, near.get(ent.name, -99.0), entity_id, close, found),
             self._beside(text, ent, hint, [(c.start, c.end) for c in chosen_values.values()]),
             self._agreed(text, ent, attributes),
         )
@@ -487,19 +482,20 @@ class Extractor:
         attributes: dict[str, Any],
         near: float,
         entity_id: str | None,
-        rivals: Mapping[str, tuple[str, float]] | None = None,
+        rivals: Mapping[str, tuple[str, float]],
+        found: _Found,
     ) -> str:
-        """Why a person should look at this record ("" when nothing calls for it)."""
-        close_call = CLOSE_CALL_WITH_EXAMPLES if self.schema.examples else CLOSE_CALL
-        if conf.get("event_type", 1.0) < close_call:
+        """Why a person should look at this record ("" when nothing calls for it): the fitted
+        review model's reason (``review.py``); schemas with worked examples keep the rule
+        measured on them (their event scores spread more)."""
+        offered = near > -99.0  # the message offered candidate values (it is not mere small talk)
+        features = review_features(conf, ent, attributes, entity_id, rivals, offered)
+        found.evidence["review_features"] = features
+        if not self.schema.examples:
+            return review_model().reason(features)
+        if conf.get("event_type", 1.0) < CLOSE_CALL_WITH_EXAMPLES:
             return f"event choice was close (p={conf['event_type']:.2f})"
-        margin = ATTRIBUTE_MARGIN_WITH_EXAMPLES if self.schema.examples else ATTRIBUTE_MARGIN
-        for name, (other, gap) in sorted((rivals or {}).items()):
-            if gap < margin:
-                return f"{name} or {other}? the same words fit both (margin {gap:.2f})"
-        informed = any(v is not None for v in attributes.values()) or entity_id is not None
-        if not informed and ent.value_attributes and near > -99.0:
-            # it offers candidate values (it is not mere small talk) yet the record holds none
+        if features["offered_unused"] and ent.value_attributes:
             return "the message seems to state values, but none was recognised"
         return ""
 

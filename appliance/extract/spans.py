@@ -54,6 +54,7 @@ class Span:
     role: str = ""  # origin | destination | agent | "" (from the cue)
     left: str = ""  # a few words before it (evidence window)
     right: str = ""  # a few words after it
+    cut: bool = False  # a CJK piece with its last characters cut off ("红烧肉做" → "红烧肉")
 
     @property
     def words(self) -> int:
@@ -329,6 +330,11 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
                     balanced = head.count("(") + head.count("（") == head.count(")") + head.count("）")
                     if 3 <= cut < len(body) and balanced and not body[cut:].startswith(("(", "（")):
                         out.append(make(start, start + cut, "text", body[:cut]))  # type: ignore[operator]
+            # and a verb or a result glued after one ("红烧肉做了", "酱油用完了"): offered without one
+            # or two last characters, marked, so the fitted scorer weighs the cut
+            for drop in (1, 2):
+                if end == piece.end and end - drop - start >= 2:
+                    out.append(make(start, end - drop, "text", text[start : end - drop], cut=True))  # type: ignore[operator]
     # --- latin: runs of content words, capitalised runs as names --------------------------
     words = [t for t in toks if not t.cjk]
     runs: list[list[Token]] = []

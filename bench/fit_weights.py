@@ -28,7 +28,8 @@ import json
 import random
 import sys
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,7 @@ from zero_shot import score as score_turn  # noqa: E402
 from appliance.domain.records import MemoryRecord  # noqa: E402
 from appliance.domain.schema import MemorySchema  # noqa: E402
 from appliance.extract import evidence as evidence_module  # noqa: E402
+from appliance.extract.events import EVENT_FEATURES  # noqa: E402
 from appliance.extract.evidence import (  # noqa: E402
     FEATURES,
     SCORER_FILE,
@@ -73,6 +75,7 @@ from appliance.extract.extractor import assign  # noqa: E402
 from appliance.extract.spans import find_spans  # noqa: E402
 from appliance.model.embed import shared_embedder  # noqa: E402
 
+FIT_SETS = "sgd-fit (its services not in sgd-dev) + crosswoz-dev fit half + notes-fit, each set weighted alike"
 HIDDEN = 24
 EPOCHS = 60
 SEEDS = (0, 1, 2, 3, 4)  # one network per seed, scores averaged (one alone varies with its seed)
@@ -168,8 +171,7 @@ def collect_notes(folder: Path, embedder: Any) -> list[dict[str, Any]]:
 
 
 def matrix(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Features, labels, and weights that give each fit set (sgd, crosswoz, notes) the same
-    total: 200 notes would count for little beside thousands of dialogue turns."""
+    """Features, labels, and each row's ``set_weights``."""
     xs, ys, sets = [], [], []
     for r in rows:
         for name, cs in r["cands"].items():
@@ -181,10 +183,7 @@ def matrix(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarr
     # rows in a fixed order (by value): the candidates come out of string sets whose order
     # changes with each process's hash seed, and the mini-batches follow the row order — unsorted,
     # two runs on the same pairs fitted scorers 0.01–0.02 F1 apart
-    x, y = np.array(xs), np.array(ys)
-    names = sorted(set(sets))
-    size = {n: sets.count(n) for n in names}
-    w = np.array([len(sets) / (len(names) * size[n]) for n in sets])
+    x, y, w = np.array(xs), np.array(ys), set_weights(sets)
     order = np.lexsort(np.column_stack([x, y, w]).T[::-1]) if len(y) else np.arange(0)
     return x[order], y[order], w[order]
 
@@ -273,10 +272,26 @@ def train_mlp(x: np.ndarray, y: np.ndarray, seed: int, weight: np.ndarray | None
     return {"mu": mu, "sd": sd, "w1": params[0], "b1": params[1], "w2": params[2], "b2": float(params[3][0])}
 
 
-def event_rows(turns: list[Turn], schemas: dict[str, MemorySchema], engine: Any, embedder: Any) -> list[dict[str, Any]]:
-    """Per turn: the event features of every option (the previous event is the gold one of the
-    dialogue's previous turn, the session's told attributes the gold slots of its earlier turns:
-    teacher forcing) and the index of the gold option."""
+@dataclass
+class Forced:
+    """One record extracted in its session under teacher forcing (``teacher_forced``)."""
+
+    set: str  # sgd | crosswoz | notes
+    schema: MemorySchema
+    gold_event: str
+    extraction: Any  # extractor.Extraction
+    turn: Turn | None = None
+    note: dict[str, Any] | None = None
+    slug: str = ""
+
+
+def teacher_forced(
+    turns: list[Turn], notes_folder: Path | None, schemas: dict[str, MemorySchema], engine: Any, embedder: Any
+) -> Iterator[Forced]:
+    """Each dialogue turn, then each note of ``notes_folder``, extracted with what its session
+    would know taken from the gold (teacher forcing): the previous event is the gold one of the
+    session's previous turn or note; a dialogue's told attributes are the gold slots of its earlier
+    turns; a notes file's known keys are the gold keys of its earlier notes."""
     import tempfile
 
     from appliance.extract.extractor import Extractor, SessionHint
@@ -284,58 +299,52 @@ def event_rows(turns: list[Turn], schemas: dict[str, MemorySchema], engine: Any,
 
     grammars = GrammarCache(Path(tempfile.mkdtemp()))
     extractors = {k: Extractor(s, engine, grammars, embedder=embedder) for k, s in schemas.items()}
-    out = []
     previous: dict[str, str] = {}
-    told: dict[str, set[str]] = {}  # the gold slots of the dialogue's earlier turns (teacher forcing)
+    told: dict[str, set[str]] = {}
     for i, t in enumerate(turns):
-        x = extractors[t.schema]
         schema = schemas[t.schema]
         gold_event = (
             next(ev.name for ev in schema.event_types if ev.entity == t.intent) if t.schema == "crosswoz" else t.intent
         )
         hint = SessionHint(previous_event=previous.get(t.dialogue), told=frozenset(told.get(t.dialogue, ())))
-        res = x.extract(t.text, NOW + timedelta(seconds=i), hint=hint, retry=False)
+        res = extractors[t.schema].extract(t.text, NOW + timedelta(seconds=i), hint=hint, retry=False)
         previous[t.dialogue] = gold_event
         told.setdefault(t.dialogue, set()).update(t.slots)
-        feats = res.evidence.get("event_features")
-        if not feats:
-            continue
-        out.append(
-            {
-                "set": "crosswoz" if t.schema == "crosswoz" else "sgd",
-                "features": feats,
-                "gold": schema.event_names.index(gold_event),
-                "names": schema.event_names,
-            }
-        )
-    return out
-
-
-def note_event_rows(folder: Path, engine: Any, embedder: Any) -> list[dict[str, Any]]:
-    """``event_rows`` of a notes set: each schema's notes in order, one session, the previous
-    event the previous note's gold one (teacher forcing)."""
-    import tempfile
-
-    from appliance.extract.extractor import Extractor, SessionHint
-    from appliance.model.grammar import GrammarCache
-
-    grammars = GrammarCache(Path(tempfile.mkdtemp()))
-    out = []
-    for _, schema, notes in load_notes(folder, None):
+        yield Forced("crosswoz" if t.schema == "crosswoz" else "sgd", schema, gold_event, res, turn=t)
+    for slug, schema, notes in load_notes(notes_folder, None) if notes_folder else []:
         x = Extractor(schema, engine, grammars, embedder=embedder)
-        previous = None
+        prev = None
         known = KnownKeys()
         for note in notes:
-            gold_event = note["gold"]["event_type"]
             at = datetime.fromisoformat(note["at"]).replace(tzinfo=UTC)
-            res = x.extract(note["text"], at, hint=SessionHint(previous_event=previous, known=known), retry=False)
-            previous = gold_event
+            res = x.extract(note["text"], at, hint=SessionHint(previous_event=prev, known=known), retry=False)
+            prev = note["gold"]["event_type"]
             known.add(schema, note)
-            feats = res.evidence.get("event_features")
-            if feats:
-                names = schema.event_names
-                out.append({"set": "notes", "features": feats, "gold": names.index(gold_event), "names": names})
-    return out
+            yield Forced("notes", schema, note["gold"]["event_type"], res, note=note, slug=slug)
+
+
+def event_rows(
+    turns: list[Turn], notes_folder: Path | None, schemas: dict[str, MemorySchema], engine: Any, embedder: Any
+) -> list[dict[str, Any]]:
+    """Per record (``teacher_forced``): the event features of every option and the index of the
+    gold option."""
+    return [
+        {
+            "set": f.set,
+            "features": f.extraction.evidence["event_features"],
+            "gold": f.schema.event_names.index(f.gold_event),
+            "names": f.schema.event_names,
+        }
+        for f in teacher_forced(turns, notes_folder, schemas, engine, embedder)
+        if f.extraction.evidence.get("event_features")
+    ]
+
+
+def set_weights(sets: list[str]) -> np.ndarray:
+    """Per row, the weight that gives each set (sgd, crosswoz, notes) the same total: 200 notes
+    would count for little beside thousands of dialogue turns."""
+    size = {k: sets.count(k) for k in set(sets)}
+    return np.array([len(sets) / (len(size) * size[k]) for k in sets])
 
 
 def fit_events(
@@ -344,17 +353,16 @@ def fit_events(
     """Conditional logit over each turn's options: weights of ``names``; ``fixed`` as offsets.
     Each set (sgd, crosswoz, notes) weighs alike, whatever its number of rows."""
     w = np.array([fixed.get(n, 1.0) for n in names], dtype=float)
-    size = {k: sum(r["set"] == k for r in rows) for k in {r["set"] for r in rows}}
-    share = {k: len(rows) / (len(size) * v) for k, v in size.items()}
+    share = set_weights([r["set"] for r in rows])
     for _ in range(400):
         grad = -l2 * (w - np.array([fixed.get(n, 0.0) for n in names])) * 0.01
-        for r in rows:
+        for r, r_share in zip(rows, share):
             f = np.array([r["features"][n] for n in names]).T  # options × features
             offset = sum(fixed.get(k, 0.0) * np.array(v) for k, v in r["features"].items() if k not in names)
             z = f @ w + offset
             p = np.exp(z - z.max())
             p /= p.sum()
-            grad += share[r["set"]] * (f[r["gold"]] - p @ f)
+            grad += r_share * (f[r["gold"]] - p @ f)
         w += 0.5 * grad / len(rows)
     return {n: round(float(v), 3) for n, v in zip(names, w)}
 
@@ -367,18 +375,10 @@ def event_accuracy(rows: list[dict[str, Any]], weights: dict[str, float]) -> dic
     return {k: round(sum(v) / len(v), 3) for k, v in hits.items()}
 
 
-FITTED_EVENT_FEATURES = (
-    "lm",
-    "lexical",
-    "semantic",
-    "support",
-    "fill",
-    "entity",
-    "named",
-    "continues",
-    "commits",
-    "specific",
-)
+# keyword, question, correction and taught keep their set values: the fit sets have no keywords,
+# questions are already in the descriptions, and there are no corrections or examples
+FIXED_EVENT_FEATURES = ("keyword", "question", "correction", "taught")
+FITTED_EVENT_FEATURES = tuple(f for f in EVENT_FEATURES if f not in FIXED_EVENT_FEATURES)
 
 
 def main_events(n: int, seed: int, schemas: dict[str, MemorySchema], embedder: Any, write: bool) -> None:
@@ -392,8 +392,8 @@ def main_events(n: int, seed: int, schemas: dict[str, MemorySchema], embedder: A
     engine = LlamaCppEngine(resolve_model_path("smollm2", Path(__file__).resolve().parents[1] / "models"))
     fit = fit_turns(n, seed)
     sample = validation_turns()
-    rows = event_rows(fit, schemas, engine, embedder) + note_event_rows(NOTE_SETS["fit"], engine, embedder)
-    check = event_rows(sample, schemas, engine, embedder)
+    rows = event_rows(fit, NOTE_SETS["fit"], schemas, engine, embedder)
+    check = event_rows(sample, None, schemas, engine, embedder)
     fixed = {k: v for k, v in ZERO_SHOT_WEIGHTS.items() if k not in FITTED_EVENT_FEATURES}
     weights = fit_events(rows, FITTED_EVENT_FEATURES, fixed)
     print(f"event rows: fit {len(rows)}, sample {len(check)}", file=sys.stderr)
@@ -408,7 +408,7 @@ def main_events(n: int, seed: int, schemas: dict[str, MemorySchema], embedder: A
 
         meta = {
             "fitted_by": "bench/fit_weights.py --events --write",
-            "sets": "sgd-fit (its services not in sgd-dev) + crosswoz-dev fit half + notes-fit, each set weighted alike",
+            "sets": FIT_SETS,
             "rows": len(rows),
             "turns_per_set": n,
             "seed": seed,
@@ -480,7 +480,7 @@ def taught_rows(
                 "set": "crosswoz" if t.schema == "crosswoz" else "sgd",
                 "cands": cands,
                 "base": {n: [c.score for c in cs] for n, cs in cands.items()},
-                "taught": {n: ev.taught_evidence(banks[t.schema], t.text, n, cs, vecs) for n, cs in cands.items()},
+                "taught": ev.taught_evidence(banks[t.schema], t.text, cands, vecs),
                 "golds": {k: [g for g in v if g != "dontcare"] for k, v in t.slots.items()},
                 "typed": False,
                 "kinds": {a.name: a.kind for a in ent.attributes},
@@ -552,66 +552,31 @@ def main_taught(turns: int, seed: int, schemas: dict[str, MemorySchema], embedde
 def review_rows(
     turns: list[Turn], notes_folder: Path | None, schemas: dict[str, MemorySchema], engine: Any, embedder: Any
 ) -> list[dict[str, Any]]:
-    """Per record extracted (teacher-forced session, as for the event weights): its review
-    features and whether it is wrong (any part: event, entity, a value missed or wrong)."""
-    import tempfile
-
+    """Per record (``teacher_forced``): its review features and whether it is wrong (any part:
+    event, entity, a value missed or wrong)."""
     from appliance.extract import review as review_module
-    from appliance.extract.extractor import Extractor, SessionHint
     from appliance.extract.review import REVIEW_FEATURES
-    from appliance.model.grammar import GrammarCache
 
     # while fitting, no model flags anything: only the features are read
     n = len(REVIEW_FEATURES)
     review_module._MODEL = review_module.ReviewModel(np.zeros(n), np.zeros(n), np.ones(n), 1.0)
-    grammars = GrammarCache(Path(tempfile.mkdtemp()))
-    extractors = {k: Extractor(s, engine, grammars, embedder=embedder) for k, s in schemas.items()}
     out = []
-    previous: dict[str, str] = {}
-    for i, t in enumerate(turns):
-        schema = schemas[t.schema]
-        gold_event = (
-            next(ev.name for ev in schema.event_types if ev.entity == t.intent) if t.schema == "crosswoz" else t.intent
-        )
-        res = extractors[t.schema].extract(
-            t.text, NOW + timedelta(seconds=i), hint=SessionHint(previous_event=previous.get(t.dialogue)), retry=False
-        )
-        previous[t.dialogue] = gold_event
-        if res.draft is None or "review_features" not in res.evidence:
+    for f in teacher_forced(turns, notes_folder, schemas, engine, embedder):
+        res, d = f.extraction, f.extraction.draft
+        if d is None or "review_features" not in res.evidence:
             continue
-        d = res.draft
-        r = Result(
-            t,
-            d.event_type if t.schema != "crosswoz" else d.entity.type,
-            dict(d.entity.attributes),
-            res.spans,
-            "",
-            0.0,
-            0.0,
-        )
-        score_turn(r, schema, d.entity.type)
-        out.append(
-            {
-                "set": "crosswoz" if t.schema == "crosswoz" else "sgd",
-                "x": res.evidence["review_features"],
-                "wrong": not right(r),
-            }
-        )
-    for slug, schema, notes in load_notes(notes_folder, None) if notes_folder else []:
-        x = Extractor(schema, engine, grammars, embedder=embedder)
-        prev = None
-        known = KnownKeys()
-        for note in notes:
-            at = datetime.fromisoformat(note["at"]).replace(tzinfo=UTC)
-            res = x.extract(note["text"], at, hint=SessionHint(previous_event=prev, known=known), retry=False)
-            prev = note["gold"]["event_type"]
-            known.add(schema, note)
-            if res.draft is None or "review_features" not in res.evidence:
-                continue
-            d = res.draft
-            sc = Scored(note, slug, d.event_type, d.entity.type, dict(d.entity.attributes), "", 0.0, 0.0)
-            score_note(sc, schema)
-            out.append({"set": "notes", "x": res.evidence["review_features"], "wrong": not sc.fully_right})
+        values = dict(d.entity.attributes)
+        if f.turn is not None:
+            t = f.turn
+            r = Result(t, d.event_type if t.schema != "crosswoz" else d.entity.type, values, res.spans, "", 0.0, 0.0)
+            score_turn(r, f.schema, d.entity.type)
+            wrong = not right(r)
+        else:
+            assert f.note is not None
+            sc = Scored(f.note, f.slug, d.event_type, d.entity.type, values, "", 0.0, 0.0)
+            score_note(sc, f.schema)
+            wrong = not sc.fully_right
+        out.append({"set": f.set, "x": res.evidence["review_features"], "wrong": wrong})
     review_module._MODEL = None
     return out
 
@@ -621,10 +586,7 @@ def review_matrix(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, n
 
     x = np.array([[1.0 if f == "bias" else float(r["x"].get(f, 0.0)) for f in REVIEW_FEATURES] for r in rows])
     y = np.array([float(r["wrong"]) for r in rows])
-    sets = [r["set"] for r in rows]
-    size = {k: sets.count(k) for k in set(sets)}
-    w = np.array([len(sets) / (len(size) * size[k]) for k in sets])
-    return x, y, w
+    return x, y, set_weights([r["set"] for r in rows])
 
 
 def flag_report(rows: list[dict[str, Any]], p: np.ndarray, threshold: float) -> dict[str, dict[str, float]]:
@@ -679,7 +641,7 @@ def main_review(n: int, seed: int, schemas: dict[str, MemorySchema], embedder: A
     if write:
         meta = {
             "fitted_by": "bench/fit_weights.py --review --write",
-            "sets": "sgd-fit (its services not in sgd-dev) + crosswoz-dev fit half + notes-fit, each set weighted alike",
+            "sets": FIT_SETS,
             "records": len(rows),
             "target_recall": TARGET_RECALL,
         }
@@ -771,7 +733,7 @@ def main() -> None:
         "meta": {
             "fitted_by": "bench/fit_weights.py",
             "fit_turns": len(fit),
-            "sets": "sgd-fit (its services not in sgd-dev) + crosswoz-dev fit half + notes-fit, each set weighted alike",
+            "sets": FIT_SETS,
             "hidden": HIDDEN,
             "epochs": EPOCHS,
             "seeds": list(SEEDS),

@@ -481,8 +481,14 @@ def _candidates(schema, entity: str, text: str):  # type: ignore[no-untyped-def]
     return SchemaEvidence(schema, None).candidates(entity, text, spans)
 
 
-def _schema_of(domain: str, languages: list[str], entities: dict[str, list[dict[str, object]]]):  # type: ignore[no-untyped-def]
-    """A schema of entities known by no id, one "noted" event about the first (evidence tests)."""
+def _schema_of(  # type: ignore[no-untyped-def]
+    domain: str,
+    languages: list[str],
+    entities: dict[str, list[dict[str, object]]],
+    keys: dict[str, list[str]] | None = None,
+):
+    """A schema of entities known by no id (or by ``keys``), one "noted" event about the first
+    (evidence tests)."""
     from appliance.domain.loading import parse_schema
 
     return parse_schema(
@@ -490,7 +496,14 @@ def _schema_of(domain: str, languages: list[str], entities: dict[str, list[dict[
             "schema_version": "1.0",
             "domain": domain,
             "languages": languages,
-            "entities": {name: {"attributes": attrs, "id_attribute": None} for name, attrs in entities.items()},
+            "entities": {
+                name: {
+                    "attributes": attrs,
+                    "id_attribute": None,
+                    **({"key": keys[name]} if keys and name in keys else {}),
+                }
+                for name, attrs in entities.items()
+            },
             "event_types": [{"name": "noted", "entity": next(iter(entities))}],
         }
     )
@@ -917,11 +930,12 @@ def test_the_review_model_flags_what_is_likely_wrong_and_says_why(tmp_path: Path
         "pets",
         ["en"],
         {"Pet": [{"name": "name", "kind": "string", "format": "name"}, {"name": "weight", "kind": "number"}]},
+        keys={"Pet": ["name"]},
     )
-    ent = schema.entity("Pet")
     # a keyed entity whose key is missing, one value filled, its event a close call
-    keyed = ent.model_copy(update={"key": ("name",)})
-    f = review_features({"event_type": 0.55, "weight": 0.9}, keyed, {"name": None, "weight": 4.1}, None, {}, True)
+    f = review_features(
+        {"event_type": 0.55, "weight": 0.9}, schema.entity("Pet"), {"name": None, "weight": 4.1}, None, {}, True
+    )
     assert f["key_missing"] == 1.0 and f["unfilled"] == 0.5 and f["nothing_filled"] == 0.0
     assert f["event_unsure"] == pytest.approx(0.45) and f["value_unsure"] == pytest.approx(0.1)
     # the model: only a missing key weighs; flagged above its threshold, with that reason
@@ -938,24 +952,16 @@ def test_the_review_model_flags_what_is_likely_wrong_and_says_why(tmp_path: Path
 
 
 def test_a_span_naming_a_known_key_says_so_and_only_for_the_key() -> None:
-    from appliance.domain.loading import parse_schema
-
-    schema = parse_schema(
+    schema = _schema_of(
+        "pets",
+        ["en"],
         {
-            "schema_version": "1.0",
-            "domain": "pets",
-            "languages": ["en"],
-            "entities": {
-                "Pet": {
-                    "key": ["name"],
-                    "attributes": [
-                        {"name": "name", "kind": "string", "format": "name"},
-                        {"name": "vet", "kind": "string", "format": "name"},
-                    ],
-                }
-            },
-            "event_types": [{"name": "noted", "entity": "Pet"}],
-        }
+            "Pet": [
+                {"name": "name", "kind": "string", "format": "name"},
+                {"name": "vet", "kind": "string", "format": "name"},
+            ]
+        },
+        keys={"Pet": ["name"]},
     )
     from appliance.extract.evidence import SchemaEvidence
     from appliance.extract.spans import find_spans

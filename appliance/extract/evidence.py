@@ -470,8 +470,9 @@ class SchemaEvidence:
                 c.score = float(sc)
         if bank is not None and score:
             w = scorer().taught
+            taught = self.taught_evidence(bank, text, out, vecs)
             for name, cs in out.items():
-                for c, (sim, same, cue) in zip(cs, self.taught_evidence(bank, text, name, cs, vecs)):
+                for c, (sim, same, cue) in zip(cs, taught[name]):
                     c.score += w["context"] * max(0.0, sim - w["floor"]) + w["value"] * same + w["cue"] * cue
         # candidates the attribute cannot take, dropped after scoring so that no other attribute's
         # margins move
@@ -499,18 +500,25 @@ class SchemaEvidence:
         return out
 
     def taught_evidence(
-        self, bank: ExampleBank, text: str, name: str, cands: list[Candidate], vecs: dict[str, np.ndarray]
-    ) -> list[tuple[float, float, float]]:
-        """Per candidate of attribute ``name``: (context similarity to the examples' values,
-        1 if a person gave this value, the share of the examples' values after the same word)."""
-        out = []
-        for c in cands:
-            sim, same = bank.attribute_evidence(name, vecs.get(c.context), c.value)
-            # a span the encoder only likens to a value: the word before it says which attribute
-            # words fill, not that a name is a language (sgd-dev Media_2: "with *Coral Browne*"
-            # as Mandarin subtitles)
-            cue = 0.0 if "enum_sim" in c.features else bank.cue_share(name, taught_cue(self.lang, text, c.start))
-            out.append((sim, same, cue))
+        self, bank: ExampleBank, text: str, cands: dict[str, list[Candidate]], vecs: dict[str, np.ndarray]
+    ) -> dict[str, list[tuple[float, float, float]]]:
+        """Per attribute, per candidate: (context similarity to the examples' values, 1 if a
+        person gave this value, the share of the examples' values after the same word)."""
+        cue_at: dict[int, str] = {}  # the word before each start, read once for all attributes
+        out: dict[str, list[tuple[float, float, float]]] = {}
+        for name, cs in cands.items():
+            rows = out.setdefault(name, [])
+            for c in cs:
+                sim, same = bank.attribute_evidence(name, vecs.get(c.context), c.value)
+                # a span the encoder only likens to a value: the word before it says which
+                # attribute words fill, not that a name is a language (sgd-dev Media_2: "with
+                # *Coral Browne*" as Mandarin subtitles)
+                cue = 0.0
+                if "enum_sim" not in c.features:
+                    if c.start not in cue_at:
+                        cue_at[c.start] = taught_cue(self.lang, text, c.start)
+                    cue = bank.cue_share(name, cue_at[c.start])
+                rows.append((sim, same, cue))
         return out
 
     def encode_contexts(self, cands: dict[str, list[Candidate]]) -> dict[str, np.ndarray]:

@@ -69,22 +69,26 @@ class ReviewModel:
         return cls(np.array(data["weights"]), np.array(data["mu"]), np.array(data["sd"]), float(data["threshold"]))
 
     def probability_wrong(self, features: dict[str, float]) -> float:
-        z = self._standard(features) @ self.weights
-        return float(1 / (1 + np.exp(-np.clip(z, -30, 30))))
+        return _logistic(float(self._parts(features).sum()))
 
     def reason(self, features: dict[str, float]) -> str:
         """Why a person should look ("" when the record is likely right)."""
-        p = self.probability_wrong(features)
+        parts = self._parts(features)
+        p = _logistic(float(parts.sum()))
         if p < self.threshold:
             return ""
-        parts = self._standard(features) * self.weights
         named = [(parts[i], f) for i, f in enumerate(REVIEW_FEATURES) if f in _REASONS and features.get(f, 0.0) > 0]
         top = max(named)[1] if named else "event_unsure"
         return f"{_REASONS[top]} (p wrong {p:.2f})"
 
-    def _standard(self, features: dict[str, float]) -> np.ndarray:
+    def _parts(self, features: dict[str, float]) -> np.ndarray:
+        """Each feature's share of the log-odds that the record is wrong."""
         x = np.array([1.0 if f == "bias" else float(features.get(f, 0.0)) for f in REVIEW_FEATURES])
-        return np.asarray((x - self.mu) / self.sd)
+        return np.asarray((x - self.mu) / self.sd * self.weights)
+
+
+def _logistic(z: float) -> float:
+    return float(1 / (1 + np.exp(-np.clip(z, -30, 30))))
 
 
 _MODEL: ReviewModel | None = None

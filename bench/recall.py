@@ -11,14 +11,20 @@ Sets:
   a hit is a returned memory that holds the gold value; the structured answer is right when an
   answered entity holds it.
 
+* ``para`` (``para-fit``, ``para-heldout``) — bench/convsets/paraphrase: four two-friend
+  conversations of about 300 turns (two English, two Chinese) whose questions share at most
+  one content word with their evidence; one English and one Chinese to fit on, two held out.
+  Types single / multi / temporal / open / not_stored.
 * ``own`` — the shipped customer_service and travel_assistant schemas' labelled messages (the
   extraction dev and held-out sets) recorded in one session each, with questions phrased
   mechanically from their gold labels (ids, free-text values, ids no message holds): regressions.
 
 Metrics: hit@5, recall@5, hit@10, MRR, not-stored questions answered "not found", stored
 questions wrongly answered "not found", p50/p95 latency — per question type, with the plain
-alternatives over the raw turns in the same run: BM25 (the same tokens the appliance indexes)
-and dense retrieval (the same sentence encoder).
+alternatives over the raw turns in the same run (bench/baselines.py): BM25 (the same tokens the
+appliance indexes), BM25+ tuned with session dates and neighbour smoothing, dense retrieval with
+the appliance's recall encoder, and the tuned BM25+ fused with it — the tuned settings fitted on
+the paraphrased set's fit half, as the appliance's are.
 
 Run: .venv/bin/python bench/recall.py [--set conv,sgd,own] [--dialogues 150] [--seed 3] [--misses FILE] [--keep DIR]
 """
@@ -27,35 +33,33 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import re
 import statistics
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from baselines import BM25, Dense, Fusion, TunedBM25, TunedParams, Turn, fit_fusion, fit_tuned  # noqa: E402
 from zero_shot import gold_norm, predicted_norm  # noqa: E402
 
 from appliance.api import Appliance  # noqa: E402
 from appliance.config import PROJECT_ROOT, Settings  # noqa: E402
 from appliance.domain.importers import from_sgd  # noqa: E402
 from appliance.domain.loading import parse_schema  # noqa: E402
-from appliance.lang.segment import index_terms  # noqa: E402
 from appliance.model.embed import shared_embedder  # noqa: E402
 from appliance.model.engine import LlamaCppEngine, resolve_model_path  # noqa: E402
 
 SHARED = PROJECT_ROOT.parent / "shared"
 CONV = Path(__file__).resolve().parent / "convsets"
+PARA = CONV / "paraphrase"
 
 
 @dataclass
@@ -75,6 +79,15 @@ class Question:
         return f"{self.qtype} (swapped)" if self.swapped else self.qtype
 
 
+Outs = dict[str, list["Outcome"]]  # system → its outcomes, the appliance first
+
+
+def settle(app: Any) -> None:
+    """Wait for the background semantic index (recall latency is measured without it)."""
+    if getattr(app, "indexer", None) is not None:
+        app.indexer.drain()
+
+
 @dataclass
 class Outcome:
     q: Question
@@ -84,39 +97,43 @@ class Outcome:
     structured_right: bool = False
 
 
-# --- baselines over raw turns ----------------------------------------------------------------------
-class BM25:
-    def __init__(self, docs: dict[str, str], k1: float = 1.2, b: float = 0.75) -> None:
-        self.ids = list(docs)
-        self.tf = [Counter(index_terms(docs[i])) for i in self.ids]
-        self.len = [sum(c.values()) for c in self.tf]
-        self.avg = sum(self.len) / max(1, len(self.len))
-        self.df = Counter(t for c in self.tf for t in c)
-        self.n, self.k1, self.b = len(self.ids), k1, b
+# --- baselines over raw turns (bench/baselines.py) ----------------------------------------------------
+@dataclass
+class Plain:
+    """The plain alternatives, their settings fitted on the paraphrased set's fit half."""
 
-    def rank(self, query: str) -> list[str]:
-        q = set(index_terms(query))
-        scores = []
-        for i, c in enumerate(self.tf):
-            s = 0.0
-            for t in q & c.keys():
-                idf = math.log(1 + (self.n - self.df[t] + 0.5) / (self.df[t] + 0.5))
-                s += idf * c[t] * (self.k1 + 1) / (c[t] + self.k1 * (1 - self.b + self.b * self.len[i] / self.avg))
-            scores.append(s)
-        order = sorted(range(len(scores)), key=lambda i: -scores[i])
-        return [self.ids[i] for i in order if scores[i] > 0]
+    embedder: Any  # the appliance's recall encoder
+    tuned: TunedParams
+    fusion_weight: float
+
+    def rankers(self, turns: list[Turn], chinese: bool) -> dict[str, Any]:
+        tuned, dense = TunedBM25(turns, self.tuned, chinese), Dense(turns, self.embedder)
+        return {
+            "bm25 raw turns": BM25(turns),
+            "bm25+ tuned (dates, neighbours)": tuned,
+            f"dense raw turns ({self.embedder.name})": dense,
+            f"bm25+ tuned fused with {self.embedder.name}": Fusion(tuned, dense, self.fusion_weight),
+        }
 
 
-class Dense:
-    def __init__(self, docs: dict[str, str], embedder: Any) -> None:
-        self.ids = list(docs)
-        self.embedder = embedder
-        self.m = embedder.encode([docs[i] for i in self.ids])
+def fit_plain(embedder: Any) -> Plain:
+    """Fit the tuned baselines on the paraphrased set's fit half (as the appliance is)."""
+    convs = []
+    for path in conv_files("para-fit"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        turns = conv_turns(data)
+        qs = [(q["question"], set(q["evidence"])) for q in data["questions"] if q["evidence"]]
+        convs.append((turns, data["language"] == "zh", qs))
+    tuned = fit_tuned(convs)
+    return Plain(embedder, tuned, fit_fusion(convs, tuned, embedder))
 
-    def rank(self, query: str) -> list[str]:
-        v = self.embedder.encode([query])[0]
-        sims = self.m @ v
-        return [self.ids[i] for i in np.argsort(-sims)]
+
+def conv_turns(data: dict[str, Any]) -> list[Turn]:
+    return [
+        Turn(f"s{si}t{ti}", text, si, datetime.fromisoformat(session["at"]).replace(tzinfo=UTC) + timedelta(minutes=ti))
+        for si, session in enumerate(data["sessions"], 1)
+        for ti, text in enumerate(session["turns"], 1)
+    ]
 
 
 # --- metrics ---------------------------------------------------------------------------------------------
@@ -142,39 +159,41 @@ def metrics(outcomes: list[Outcome], hit: Any) -> dict[str, float]:
     return out
 
 
-def ask(
-    app: Any,
-    q: Question,
-    turn_of: dict[str, str],
-    baselines: tuple[BM25, Dense],
-    outs: tuple[list[Outcome], list[Outcome], list[Outcome]],
-) -> None:
-    """One question to the appliance and to both baselines over the raw turns, each timed."""
+def ask(app: Any, q: Question, turn_of: dict[str, str], rankers: dict[str, Any], outs: Outs) -> None:
+    """One question to the appliance and to every baseline over the raw turns, each timed."""
     t = time.perf_counter()
     res = app.recall(q.text, session_id=q.session, now=q.at)
     secs = time.perf_counter() - t
     ranked = [turn_of.get(m.memory.memory_id, "?") for m in res.memories]
-    outs[0].append(Outcome(q, ranked, bool(res.not_found), secs))
-    for system, out in zip(baselines, outs[1:]):
+    outs["appliance"].append(Outcome(q, ranked, bool(res.not_found), secs))
+    for name, system in rankers.items():
         t = time.perf_counter()
-        out.append(Outcome(q, system.rank(q.text), False, time.perf_counter() - t))
+        outs[name].append(Outcome(q, system.rank(q.text), False, time.perf_counter() - t))
 
 
 # --- conversational set -------------------------------------------------------------------------------
-def run_conv(
-    app_factory: Any, embedder: Any, keep: Path | None = None
-) -> tuple[list[Outcome], list[Outcome], list[Outcome]]:
+def conv_files(name: str) -> list[Path]:
+    """The conversations of set ``name``: ``conv`` (the regression sets), ``para`` (the
+    paraphrased set, both halves), ``para-fit`` / ``para-heldout`` (one half, ``split.json``)."""
+    if name == "conv":
+        return sorted(CONV.glob("*.json"))
+    split = json.loads((PARA / "split.json").read_text(encoding="utf-8"))
+    halves = ["fit", "heldout"] if name == "para" else [name.removeprefix("para-")]
+    return [PARA / f for half in halves for f in split[half]]
+
+
+def run_conv(app_factory: Any, plain: Plain, keep: Path | None = None, files: list[Path] | None = None) -> Outs:
     """``keep``: a directory where each conversation's recorded database (and its turn map) is
     kept and reused by later runs — for iterating on the read path only; a write-path change
     needs a fresh directory."""
-    app_out, bm_out, dense_out = [], [], []
-    for path in sorted(CONV.glob("*.json")):
+    outs: Outs = defaultdict(list)
+    for path in files if files is not None else conv_files("conv"):
         data = json.loads(path.read_text(encoding="utf-8"))
         user = data["user"]
         turn_of: dict[str, str] = {}
         texts: dict[str, str] = {}
         kept_map = keep / f"{path.stem}.turns.json" if keep else None
-        if kept_map is not None and kept_map.exists():
+        if keep is not None and kept_map is not None and kept_map.exists():
             app = app_factory("personal_memory", keep / f"{path.stem}.duckdb")
             turn_of = json.loads(kept_map.read_text(encoding="utf-8"))
             for si, session in enumerate(data["sessions"], 1):
@@ -191,7 +210,8 @@ def run_conv(
                     texts[tid] = text
             if kept_map is not None:
                 kept_map.write_text(json.dumps(turn_of), encoding="utf-8")
-        bm25, dense = BM25(texts), Dense(texts, embedder)
+        settle(app)
+        rankers = plain.rankers(conv_turns(data), data["language"] == "zh")
         for q in data["questions"]:
             question = Question(
                 q["id"],
@@ -202,9 +222,9 @@ def run_conv(
                 user,
                 swapped=bool(q.get("swapped")),
             )
-            ask(app, question, turn_of, (bm25, dense), (app_out, bm_out, dense_out))
+            ask(app, question, turn_of, rankers, outs)
         app.close()
-    return app_out, bm_out, dense_out
+    return outs
 
 
 # --- own customer-service / travel sets (regressions) --------------------------------------------------
@@ -274,10 +294,10 @@ def own_questions(schema: Any, cases: list[tuple[str, str, str | None, dict[str,
     return out
 
 
-def run_own(app_factory: Any, embedder: Any) -> tuple[list[Outcome], list[Outcome], list[Outcome]]:
+def run_own(app_factory: Any, plain: Plain) -> Outs:
     """Each shipped schema's labelled messages (dev and held-out sets) recorded in one session,
     one minute apart, then the mechanical questions of ``own_questions``."""
-    app_out, bm_out, dense_out = [], [], []
+    outs: Outs = defaultdict(list)
     for name in ("customer_service", "travel_assistant"):
         app = app_factory(name)
         cases = own_cases(name)
@@ -287,13 +307,14 @@ def run_own(app_factory: Any, embedder: Any) -> tuple[list[Outcome], list[Outcom
             rec = app.record(text, session_id=name, now=OWN_AT + timedelta(minutes=i))
             turn_of[rec.memory_id] = f"m{i}"
             texts[f"m{i}"] = text
-        bm25, dense = BM25(texts), Dense(texts, embedder)
+        settle(app)
+        rankers = plain.rankers([Turn(k, v, 1, OWN_AT) for k, v in texts.items()], name == "")
         now = OWN_AT + timedelta(days=1)
         for n, q in enumerate(own_questions(app.schema, cases)):
             question = Question(f"{name}:{n}", q["question"], q["type"], now, {f"m{i}" for i in q["evidence"]}, name)
-            ask(app, question, turn_of, (bm25, dense), (app_out, bm_out, dense_out))
+            ask(app, question, turn_of, rankers, outs)
         app.close()
-    return app_out, bm_out, dense_out
+    return outs
 
 
 # --- SGD dialogues ------------------------------------------------------------------------------------------
@@ -311,15 +332,13 @@ def same_value(kind: str, stored: Any, golds: list[str], now: datetime) -> bool:
     )
 
 
-def run_sgd(
-    app_factory: Any, embedder: Any, n: int, seed: int, keep: Path | None = None
-) -> tuple[list[Outcome], list[Outcome], list[Outcome]]:
+def run_sgd(app_factory: Any, plain: Plain, n: int, seed: int, keep: Path | None = None) -> Outs:
     """``keep``: as for ``run_conv``, one database (and turn map) per dialogue, for read-path runs."""
     services = {s["service_name"]: s for s in json.loads((SHARED / "sgd-dev" / "schema.json").read_text())}
     schemas = {k: parse_schema(from_sgd(v)) for k, v in services.items()}
     dialogues = [json.loads(line) for line in (SHARED / "sgd-dev" / "dialogues.jsonl").read_text().splitlines()]
     random.Random(seed).shuffle(dialogues)
-    app_out, bm_out, dense_out = [], [], []
+    outs: Outs = defaultdict(list)
     for d in dialogues[:n]:
         kept_map = keep / f"{d['dialogue']}.turns.json" if keep else None
         if keep is not None and kept_map is not None and not kept_map.exists():
@@ -338,7 +357,8 @@ def run_sgd(
                 turn_of[rec.memory_id] = f"t{i}"
             if kept_map is not None:
                 kept_map.write_text(json.dumps(turn_of), encoding="utf-8")
-        bm25, dense = BM25(texts), Dense(texts, embedder)
+        settle(app)
+        rankers = plain.rankers([Turn(k, v, 1, start) for k, v in texts.items()], False)
         for service, slots in d["final_slots"].items():
             descriptions = {s["name"]: s["description"] for s in services[service]["slots"]}
             for slot, values in slots.items():
@@ -366,11 +386,11 @@ def run_sgd(
                 held += [m.memory.attributes.get(slot) for m in res.memories[:1]]
                 kind = next((a.kind for e in schemas[service].entities if (a := e.attribute(slot))), "string")
                 right = any(same_value(kind, v, values, start) for v in held if v is not None)
-                app_out.append(Outcome(q, ranked, bool(res.not_found), secs, right))
-                bm_out.append(Outcome(q, bm25.rank(q.text), False, 0.0))
-                dense_out.append(Outcome(q, dense.rank(q.text), False, 0.0))
+                outs["appliance"].append(Outcome(q, ranked, bool(res.not_found), secs, right))
+                for system, ranker in rankers.items():
+                    outs[system].append(Outcome(q, ranker.rank(q.text), False, 0.0))
         app.close()
-    return app_out, bm_out, dense_out
+    return outs
 
 
 def main() -> None:
@@ -383,7 +403,7 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="keep/reuse recorded databases here (read-path iteration)")
     args = ap.parse_args()
     engine = LlamaCppEngine(resolve_model_path(args.model, PROJECT_ROOT / "models"))
-    embedder = shared_embedder("use3")
+    embedder = shared_embedder(Settings.from_env({}).encoder)  # the recall encoder, as the appliance's
     tmp = Path(tempfile.mkdtemp())
     settings = Settings.from_env({"APPLIANCE_HOME": str(tmp), "APPLIANCE_GRAMMARS": str(tmp / "g")})
 
@@ -393,22 +413,29 @@ def main() -> None:
             db=db or tmp / f"r{random.randrange(1 << 30)}.duckdb",
             model=engine,
             settings=settings,
-            embedder=embedder,
         )
+
+    fitted: list[Plain] = []
+
+    def plain() -> Plain:
+        if not fitted:
+            fitted.append(fit_plain(embedder))
+            print(f"plain baselines fitted on para-fit: {fitted[0].tuned}, fusion weight {fitted[0].fusion_weight}")
+        return fitted[0]
 
     rows = []
     misses = []
     for name in args.set.split(","):
-        if name == "conv":
+        if name == "conv" or name.startswith("para"):
             if args.keep:
                 args.keep.mkdir(parents=True, exist_ok=True)
-            app, bm, dense = run_conv(factory, embedder, args.keep)
+            outs = run_conv(factory, plain(), args.keep, conv_files(name))
 
             def hit(o: Outcome, r: str) -> bool:
                 return r in o.q.gold
 
         elif name == "own":
-            app, bm, dense = run_own(factory, embedder)
+            outs = run_own(factory, plain())
 
             def hit(o: Outcome, r: str) -> bool:
                 return r in o.q.gold
@@ -416,14 +443,13 @@ def main() -> None:
         else:
             if args.keep:
                 (args.keep / "sgd").mkdir(parents=True, exist_ok=True)
-            app, bm, dense = run_sgd(
-                factory, embedder, args.dialogues, args.seed, args.keep / "sgd" if args.keep else None
-            )
+            outs = run_sgd(factory, plain(), args.dialogues, args.seed, args.keep / "sgd" if args.keep else None)
 
             def hit(o: Outcome, r: str) -> bool:
                 return r in o.q.gold
 
-        for system, outcomes in (("appliance", app), ("bm25 raw turns", bm), ("dense raw turns (use3)", dense)):
+        app = outs["appliance"]
+        for system, outcomes in outs.items():
             by_type: dict[str, list[Outcome]] = defaultdict(list)
             for o in outcomes:
                 by_type[o.q.group].append(o)
@@ -433,7 +459,9 @@ def main() -> None:
             for t, os_ in sorted(by_type.items()):
                 if len(by_type) > 1:
                     rows.append((name, system, t, metrics(os_, hit)))
-            if name in ("conv", "own"):  # each conversation (schema) too: they differ in language and in who speaks
+            if name in ("conv", "own") or name.startswith(
+                "para"
+            ):  # each conversation (schema) too: they differ in language and in who speaks
                 by_conv: dict[str, list[Outcome]] = defaultdict(list)
                 for o in outcomes:
                     by_conv[o.q.session].append(o)

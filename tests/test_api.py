@@ -606,6 +606,30 @@ def test_lexical_hits_far_below_the_best_are_left_to_the_other_channels() -> Non
     assert within_reach([], 0.3) == []
 
 
+def test_the_text_channel_fuses_scores_not_ranks() -> None:
+    """A memory far ahead in meaning stays ahead of one a little ahead in words (rank fusion would
+    tie them), a memory in one list only takes that list's lowest in the other, and the BM25
+    share decides between the two lists."""
+    from appliance.recall.fusion import text_scores
+
+    lexical = [("words", 5.0), ("both", 4.0), ("w2", 1.0), ("w3", 1.0)]
+    semantic = [("meaning", 0.95), ("both", 0.80), ("m2", 0.78), ("m3", 0.77)]
+    assert text_scores(lexical, semantic, 0.3)[:2] == ["meaning", "both"]
+    assert text_scores(lexical, semantic, 0.7)[0] == "words"
+    assert text_scores(lexical, [], 0.5) == ["words", "both", "w2", "w3"]
+    assert text_scores([], [], 0.5) == []
+
+
+def test_the_shipped_recall_weights_cover_every_channel_and_encoder() -> None:
+    from appliance.model.embed import ENCODERS
+    from appliance.recall.fusion import SHIPPED
+    from appliance.store.vectors import ENCODER_TABLES
+
+    assert {"lexical", "semantic", "text", "entity", "reply", "follow"} <= set(SHIPPED.channels)
+    assert set(ENCODERS) - {"minilm"} <= set(SHIPPED.semantic) <= set(ENCODER_TABLES)
+    assert 0.0 <= SHIPPED.text_lexical_weight <= 1.0 and SHIPPED.bm25_k1 > 0
+
+
 def test_speaker_labels() -> None:
     from appliance.lang.speakers import speaker
 

@@ -11,7 +11,6 @@ import pytest
 from appliance.api import Appliance
 from appliance.config import Settings
 from appliance.lifecycle.compact import SUMMARY_REGEX, SummaryDraft, grounded_sentence
-from appliance.model.embed import shared_embedder
 
 from .conftest import SCHEMAS
 
@@ -27,8 +26,14 @@ def _app(real_engine, tmp_path, schema="customer_service", encoder=False):  # ty
             "APPLIANCE_SEMANTIC": "on" if encoder else "off",
         }
     )
-    embedder = shared_embedder(settings.encoder) if encoder else None
-    return Appliance(schema=schema, db=tmp_path / "m.duckdb", model=real_engine, settings=settings, embedder=embedder)
+    # the product's wiring: extraction's encoder and recall's ("auto"), or none
+    return Appliance(
+        schema=schema,
+        db=tmp_path / "m.duckdb",
+        model=real_engine,
+        settings=settings,
+        embedder="auto" if encoder else None,
+    )
 
 
 def test_correction_and_suffix_merge_from_real_utterances(real_engine, tmp_path) -> None:  # type: ignore[no-untyped-def]

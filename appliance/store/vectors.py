@@ -32,6 +32,7 @@ __all__ = ["VectorsRepo", "ENCODER_TABLES", "BRUTE_FORCE_MAX", "PROBES"]
 ENCODER_TABLES: dict[str, tuple[str, int]] = {
     "minilm": ("memory_vectors", 384),
     "use3": ("vectors_use3", 512),
+    "e5": ("vectors_e5", 384),
     "hashing": ("vectors_hashing", 384),  # the FakeEmbedder of the unit tests
 }
 BRUTE_FORCE_MAX = 20_000  # below this, compare with every vector (≈20 ms)

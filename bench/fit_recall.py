@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Callable
@@ -180,7 +181,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=ROUNDS)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp())
-    settings = Settings.from_env({"APPLIANCE_HOME": str(tmp), "APPLIANCE_GRAMMARS": str(tmp / "g")})
+    # APPLIANCE_ENCODER chooses recall's encoder here too (e5 by default)
+    chosen = {"APPLIANCE_ENCODER": os.environ["APPLIANCE_ENCODER"]} if "APPLIANCE_ENCODER" in os.environ else {}
+    settings = Settings.from_env({"APPLIANCE_HOME": str(tmp), "APPLIANCE_GRAMMARS": str(tmp / "g"), **chosen})
     engine = LlamaCppEngine(resolve_model_path("smollm2", PROJECT_ROOT / "models"))
     fit = load(args.keep, args.fit.split(","), engine, settings)
     reported = {name: load(args.keep, [name], engine, settings) for name in args.report.split(",")}

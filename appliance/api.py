@@ -39,7 +39,7 @@ from .extract.extractor import ExtractMode, Extractor, SessionHint
 from .extract.routing import SchemaChoice, choose_schema
 from .lang.segment import INDEX_TERMS_VERSION, index_terms
 from .lifecycle.forgetting import Decision
-from .lifecycle.indexing import VectorIndexer
+from .lifecycle.indexing import VectorIndexer, embed_rows
 from .lifecycle.migrate import MigrationPlan, MigrationSpec
 from .lifecycle.resolve import Resolver
 from .lifecycle.service import LifecycleService
@@ -420,8 +420,7 @@ class Appliance:
             return 0
         done = 0
         while rows := self.store.vectors.missing(batch):
-            vecs = self.recall_embedder.encode([t for _, _, t in rows])
-            self.store.add_vectors([(m, s, v) for (m, s, _), v in zip(rows, vecs)])
+            embed_rows(self.store, self.recall_embedder, rows)
             done += len(rows)
         return done
 

@@ -19,9 +19,18 @@ from collections.abc import Callable
 from ..model.embed import Embedder
 from ..store import MemoryStore
 
-__all__ = ["VectorIndexer", "BATCH"]
+__all__ = ["VectorIndexer", "BATCH", "embed_rows"]
 
 BATCH = 32  # memories per encode call and transaction
+
+
+def embed_rows(
+    store: MemoryStore, embedder: Embedder, rows: list[tuple[str, str, str]], only_stored: bool = False
+) -> None:
+    """Encode (memory id, session, text) rows and store their vectors in one transaction
+    (``only_stored``: none for a memory deleted meanwhile)."""
+    vecs = embedder.encode([text for _, _, text in rows])
+    store.add_vectors([(m, s, v) for (m, s, _), v in zip(rows, vecs)], only_stored=only_stored)
 
 
 class VectorIndexer:
@@ -99,8 +108,7 @@ class VectorIndexer:
         while (batch := self._next()) is not None:
             try:
                 if batch:
-                    vecs = self.embedder.encode([text for _, _, text in batch])
-                    self.store.add_vectors([(m, s, v) for (m, s, _), v in zip(batch, vecs)], only_stored=True)
+                    embed_rows(self.store, self.embedder, batch, only_stored=True)
             except Exception as exc:  # noqa: BLE001 - recall goes on with the other channels
                 with self._cond:
                     self._backlog = False  # not again until the next notify

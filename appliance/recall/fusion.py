@@ -6,7 +6,7 @@ best hits, the turns right after the best hits) returns memories in its own orde
 A memory's fused score is the sum over the channels that found it of ``weight / (K + rank)``;
 every memory appears once, with every path that found it.
 RRF needs no score calibration between channels (BM25 scores and cosines do not compare). The
-weights, and the lexical reach below, are fitted (``weights.json``, ``bench/fit_recall.py``).
+weights are fitted (``weights.json``, ``bench/fit_recall.py``).
 """
 
 from __future__ import annotations
@@ -16,16 +16,11 @@ from dataclasses import dataclass, field
 
 from .weights import RecallWeights
 
-__all__ = ["Fused", "fuse", "within_reach", "text_scores", "CHANNEL_WEIGHTS", "K", "LEXICAL_REACH", "SHIPPED"]
+__all__ = ["Fused", "fuse", "within_reach", "text_scores", "CHANNEL_WEIGHTS", "K", "SHIPPED"]
 
 K = 60
 SHIPPED = RecallWeights.load()
 CHANNEL_WEIGHTS: dict[str, float] = SHIPPED.unfitted_channels  # equal weights: fuse()'s default
-# A lexical hit scoring below this share of the channel's best takes no part in fusion: rank
-# fusion ignores score gaps, so in a chat where a speaker's name is in half the turns, turns
-# holding the name alone (BM25 0.7) ranked next to the one holding the asked word (4.9) and,
-# found again by the semantic and entity channels, outranked it.
-LEXICAL_REACH = SHIPPED.lexical_reach
 
 
 def within_reach(scored: Sequence[tuple[str, float]], share: float) -> list[str]:

@@ -135,20 +135,23 @@ class RecallService:
         lexical = self.store.lexical.search(
             scope, facts.terms, CHANNEL_DEPTH, period, self.tuning.bm25_k1, self.tuning.bm25_b
         )
+        # a lexical hit scoring below a share of the channel's best takes no part in rank fusion,
+        # which ignores score gaps: in a chat where a speaker's name is in half the turns, turns
+        # holding the name alone (BM25 0.7) ranked next to the one holding the asked word (4.9)
         channels["lexical"] = within_reach(lexical, self.tuning.lexical_reach)
         top_semantic = 0.0
         weak: list[str] = []
-        found: list[tuple[str, float]] = []
+        close: list[tuple[str, float]] = []  # the neighbours close enough to take part in fusion
         if self.embedder is not None:
             try:
                 vec = self.embedder.encode_query([question])[0]
                 found = self.store.vectors.search(scope, vec, CHANNEL_DEPTH, self.cuts.weak_score, period)
-                channels["semantic"] = [m for m, score in found if score >= self.cuts.min_score]
+                close = [(m, score) for m, score in found if score >= self.cuts.min_score]
+                channels["semantic"] = [m for m, _ in close]
                 weak = [m for m, score in found if score < self.cuts.min_score]
                 top_semantic = found[0][1] if found else 0.0
             except Exception:  # noqa: BLE001 - the other channels stand on their own
                 pass
-        close = [(m, score) for m, score in found if score >= self.cuts.min_score]
         channels["text"] = text_scores(lexical, close, self.tuning.text_lexical_weight)
         if named:
             # a named entity's memories, the ones the text channels rank first first, then the

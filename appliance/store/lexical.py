@@ -4,8 +4,8 @@ Terms are produced by the caller (the language packs' ``search_terms``: stemmed 
 bigrams and characters) from a memory's text and its stored values, and written in the record's
 own transaction, so the index is never behind the memories. A query scores, in one statement,
 only the postings of its terms within the session: Okapi BM25 (k1 and b fitted for recall, 1.2
-and 0.75 by default) and the "+1" idf that never goes negative. Each posting carries its memory's length, so a query reads
-the postings alone; ``cluster`` rewrites them in (session, term) order as they grow, so that a
+and 0.75 by default) and the "+1" idf that never goes negative. Each posting carries its
+memory's length, so a query reads the postings alone; ``cluster`` rewrites them in (session, term) order as they grow, so that a
 query reads the stretches of its session and terms instead of every block.
 """
 

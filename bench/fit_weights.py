@@ -18,6 +18,7 @@ Run: .venv/bin/python bench/fit_weights.py [--turns 2000] [--write]   (the score
      weights of corrected examples on it, --taught alone)
      .venv/bin/python bench/fit_weights.py --events --turns 500 [--write]   (event weights)
      .venv/bin/python bench/fit_weights.py --review --turns 500 [--write]   (the review model)
+     .venv/bin/python bench/fit_weights.py --keys [--write]   (only the key threshold, on the shipped scorer)
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ HIDDEN = 24
 EPOCHS = 60
 SEEDS = (0, 1, 2, 3, 4)  # one network per seed, scores averaged (one alone varies with its seed)
 THRESHOLDS = np.arange(-3.0, 0.76, 0.25)
+KEY_FLOOR = -8.0  # the lowest key threshold tried (below it no candidate of the fit notes is left)
 
 
 def fit_turns(n: int, seed: int) -> list[Turn]:
@@ -162,6 +164,7 @@ def collect_notes(folder: Path, embedder: Any) -> list[dict[str, Any]]:
                 {
                     "set": "notes",
                     "cands": cands,
+                    "keys": frozenset(ent.key),
                     "golds": golds,
                     "typed": True,
                     "kinds": {a.name: a.kind for a in ent.attributes},
@@ -189,7 +192,11 @@ def matrix(rows: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def slot_f1(
-    rows: list[dict[str, Any]], score: Callable[[np.ndarray], np.ndarray], threshold: float, rescore: bool = True
+    rows: list[dict[str, Any]],
+    score: Callable[[np.ndarray], np.ndarray],
+    threshold: float,
+    rescore: bool = True,
+    key_threshold: float | None = None,
 ) -> dict[str, tuple[float, float, float]]:
     """(P, R, F1) per set after scoring every candidate (``rescore``; else as they stand) and
     assigning."""
@@ -199,7 +206,8 @@ def slot_f1(
         if flat and rescore:
             for c, s in zip(flat, score(np.array([[c.features.get(f, 0.0) for f in FEATURES] for c in flat]))):
                 c.score = float(s)
-        chosen = assign(r["cands"], threshold)
+        keys = r.get("keys", frozenset())
+        chosen = assign(r["cands"], threshold, keys, threshold if key_threshold is None else key_threshold)
         gold = r["golds"]
         a = counts.setdefault(r["set"], [0, 0, 0])
         for name, c in chosen.items():
@@ -224,6 +232,43 @@ def one_se_threshold(rows: list[dict[str, Any]], score: Callable[[np.ndarray], n
     one_se = float(np.sqrt(top * (1 - top) / max(1, positives)))
     print("F1 by threshold:", {t: round(f, 4) for t, f in curve.items()}, f"one SE {one_se:.4f}", file=sys.stderr)
     return max(t for t, f in curve.items() if f >= top - one_se)
+
+
+def fit_key_threshold(rows: list[dict[str, Any]], score: Callable[[np.ndarray], np.ndarray], threshold: float) -> float:
+    """The floor an empty key attribute's best candidate must pass (``extractor.assign``): the
+    one that maximises attribute F1 over the notes rows (the only fit rows whose schemas declare
+    keys), the highest of the best. Not the one-SE rule of the common threshold: keys are a tenth
+    of the fit values, so one SE of F1 (0.03) is larger than all a key can move it."""
+    notes = [r for r in rows if r.get("keys")]
+    if not notes:
+        return threshold
+    curve = {
+        float(t): slot_f1(notes, score, threshold, key_threshold=float(t))["notes"][2]
+        for t in np.arange(threshold, KEY_FLOOR - 0.01, -0.25)
+    }
+    top = max(curve.values())
+    print("notes F1 by key threshold:", {t: round(f, 4) for t, f in curve.items()}, file=sys.stderr)
+    return max(t for t, f in curve.items() if f >= top)
+
+
+def main_keys(embedder: Any, write: bool) -> None:
+    """Refit only the key threshold on the shipped scorer (``--keys``); the validation notes are
+    printed beside, never chosen on."""
+    shipped = Scorer()
+    rows = collect_notes(NOTE_SETS["fit"], embedder)
+    check = collect_notes(NOTE_SETS["val"], embedder)
+    before = shipped.key_threshold
+    best = fit_key_threshold(rows, shipped.score, shipped.threshold)
+    for label_, t in (("before", before), ("after", best)):
+        print(
+            f"key threshold {t} ({label_}): notes-fit {slot_f1(rows, shipped.score, shipped.threshold, key_threshold=t)}; "
+            f"validation notes {slot_f1(check, shipped.score, shipped.threshold, key_threshold=t)}",
+            file=sys.stderr,
+        )
+    if write:
+        data = json.loads(SCORER_FILE.read_text())
+        SCORER_FILE.write_text(json.dumps({**data, "key_threshold": best}) + "\n")
+        print(f"wrote key_threshold {best} to {SCORER_FILE}", file=sys.stderr)
 
 
 def _as_lists(nets: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -668,6 +713,7 @@ def main() -> None:
     ap.add_argument("--check", action="store_true", help="only score the shipped scorer on the fit and validation rows")
     ap.add_argument("--taught", action="store_true", help="only fit the weights of corrected examples (k=5)")
     ap.add_argument("--review", action="store_true", help="fit the review model (with --write: review.json)")
+    ap.add_argument("--keys", action="store_true", help="only refit the key threshold on the shipped scorer")
     ap.add_argument("--taught-turns", type=int, default=600, help="fit turns per set for the corrected-example weights")
     args = ap.parse_args()
     embedder = shared_embedder("use3")
@@ -677,6 +723,9 @@ def main() -> None:
         return
     if args.review:
         main_review(args.turns, args.seed, schemas, embedder, args.write)
+        return
+    if args.keys:
+        main_keys(embedder, args.write)
         return
     if args.taught:
         main_taught(args.taught_turns, args.seed, schemas, embedder, args.write)
@@ -725,10 +774,13 @@ def main() -> None:
         f"validation sample {slot_f1(check, plain_score, plain_best)}",
         file=sys.stderr,
     )
+    key_best = fit_key_threshold(rows, score, best)
+    print(f"key threshold {key_best}: fit split {slot_f1(rows, score, best, key_threshold=key_best)}", file=sys.stderr)
     data = {
         "features": list(FEATURES),
         "nets": _as_lists(nets),
         "threshold": best,
+        "key_threshold": key_best,
         "plain": {"nets": _as_lists(plain_nets), "threshold": plain_best},
         "meta": {
             "fitted_by": "bench/fit_weights.py",

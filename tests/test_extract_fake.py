@@ -973,3 +973,21 @@ def test_a_span_naming_a_known_key_says_so_and_only_for_the_key() -> None:
     assert by[("name", "Biscuit")]["known_key"] == 1.0
     assert by[("name", "Patel")]["known_key"] == 0.0
     assert "known_key" not in by[("vet", "Biscuit")]  # not the key attribute
+
+
+def test_an_empty_key_takes_its_best_free_candidate_above_the_key_threshold() -> None:
+    from appliance.extract.evidence import Candidate
+    from appliance.extract.extractor import assign
+
+    cands = {
+        "game": [
+            Candidate("game", "Azul", "Azul", 5, 9, score=-2.0),
+            Candidate("game", "Priya", "Priya", 13, 18, score=-1.5),
+        ],
+        "borrower": [Candidate("borrower", "Priya", "Priya", 13, 18, score=1.0)],
+    }
+    chosen = assign(cands, threshold=0.0, keys=frozenset({"game"}), key_threshold=-3.0)
+    # Priya's words are taken by the borrower: the key takes the best free candidate
+    assert {k: c.surface for k, c in chosen.items()} == {"borrower": "Priya", "game": "Azul"}
+    assert "game" not in assign(cands, threshold=0.0, keys=frozenset({"game"}), key_threshold=-1.75)
+    assert "game" not in assign(cands, threshold=0.0)  # not a key: the common threshold only

@@ -364,3 +364,29 @@ def test_a_cjk_piece_is_also_offered_without_the_verb_glued_after_it() -> None:
     whole = {s.text for s in spans if s.kind == "text" and not s.cut}
     assert {"红烧肉", "酱油"} <= cut  # the noun without "做" / "用完"
     assert "红烧肉做" in whole  # the piece itself stays, unmarked: the scorer weighs the cut
+
+
+def test_a_negation_ends_the_cjk_thing_it_follows() -> None:
+    from appliance.extract.spans import find_spans
+
+    texts = {s.text for s in find_spans(language_for(("zh",)), "陈老师不上门，书桌不卖了", NOW)}
+    assert {"陈老师", "书桌"} <= texts
+    assert not {"陈老师不", "书桌不"} & texts
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [("Game night at Tom's this Saturday, 7pm", "19:00"), ("Thursday at 10am", "10:00"), ("at 7:30pm", "19:30")],
+)
+def test_a_period_glued_to_the_hour_is_read(text: str, value: str) -> None:
+    from appliance.lang.times import find_times
+
+    assert [t.value for t in find_times(LANG, text)] == [value]
+    assert find_times(LANG, "3 amps and 7 people") == []
+
+
+def test_a_possessive_with_nothing_owned_after_it_offers_its_owner_too() -> None:
+    from appliance.extract.spans import find_spans
+
+    texts = {s.text for s in find_spans(LANG, "Game night at Tom's this Saturday", NOW)}
+    assert {"Tom's", "Tom"} <= texts

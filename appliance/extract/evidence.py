@@ -133,6 +133,9 @@ class Scorer:
             raise ValueError(f"{path.name} was fitted on other features; refit with bench/fit_weights.py")
         self.nets = _nets(data.get("nets", [data]))
         self.threshold = float(data["threshold"])
+        # an empty key attribute's floor (``extractor.assign``); a file without one keeps keys
+        # to the common threshold
+        self.key_threshold = float(data.get("key_threshold", self.threshold))
         self.meta = data.get("meta", {})
         # a scorer file without them (a test's) takes no pull from corrected examples
         taught = data.get("taught", {})

@@ -117,9 +117,16 @@ class _Trace(list[str]):
             self.callback("".join(self))
 
 
-def assign(cands: Mapping[str, list[Candidate]], threshold: float | None = None) -> dict[str, Candidate]:
+def assign(
+    cands: Mapping[str, list[Candidate]],
+    threshold: float | None = None,
+    keys: frozenset[str] = frozenset(),
+    key_threshold: float | None = None,
+) -> dict[str, Candidate]:
     """Each attribute takes its best candidate above ``threshold``; a piece of text fills one
-    attribute (best pairs first)."""
+    attribute (best pairs first). A key attribute (``keys``) left empty then takes its best free
+    candidate above the scorer's lower ``key_threshold``: a note is about something, and the name
+    it goes by is nearly always said even when nothing marks it as the value ("Lent Azul to Priya")."""
     limit = scorer().threshold if threshold is None else threshold
     pool = sorted(
         ((c.score, name, c) for name, cs in cands.items() for c in cs if c.score > limit),
@@ -132,6 +139,13 @@ def assign(cands: Mapping[str, list[Candidate]], threshold: float | None = None)
             continue
         chosen[name] = c
         used.append((c.start, c.end))
+    key_limit = scorer().key_threshold if key_threshold is None else key_threshold
+    for name in sorted(keys - chosen.keys()):
+        free = (c for c in cands.get(name, []) if not any(a < c.end and c.start < b for a, b in used))
+        best = max(free, key=lambda c: c.score, default=None)
+        if best is not None and best.score > key_limit:
+            chosen[name] = best
+            used.append((best.start, best.end))
     return chosen
 
 
@@ -307,7 +321,7 @@ class Extractor:
             )
             cands = {k: v for k, v in cands.items() if (a := ent.attribute(k)) is not None and a.kind != "ref"}
             candidates[ent.name] = cands
-            filled[ent.name] = assign(cands)
+            filled[ent.name] = assign(cands, keys=frozenset(ent.key))
             near[ent.name] = max((c.score for cs in cands.values() for c in cs), default=-99.0)
         force('{"event_type":')
         event_opts = [_j(n) for n in s.event_names]

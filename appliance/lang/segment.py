@@ -60,11 +60,14 @@ def _cjk_splitter(words: tuple[str, ...]) -> re.Pattern[str]:
 
 def cjk_pieces(lang: Language, tok: Token) -> list[Token]:
     """A CJK run cut at the pack's function words (stopwords, prepositions, topic markers,
-    fillers) into the pieces between them, each with its offsets."""
+    fillers, negations) into the pieces between them, each with its offsets. A negation ends
+    the thing it follows ("陈老师不上门", "书桌不卖了": 陈老师, 书桌)."""
     lx = lang.lex
     verbs = [v for v in lx.request_verbs if len(v) >= 2]
     splitter = _cjk_splitter(
-        tuple([*lx.stopwords, *lx.prepositions, *lx.topic_markers, *lx.fillers, *lx.question_words, *verbs])
+        tuple(
+            [*lx.stopwords, *lx.prepositions, *lx.topic_markers, *lx.fillers, *lx.question_words, *verbs, *lx.negations]
+        )
     )
     out: list[Token] = []
     pos = 0

@@ -31,6 +31,8 @@ def _patterns(
     numwords: tuple[str, ...],
 ) -> list[re.Pattern[str]]:
     per = alternation(periods, boundary=True)
+    # after the hour the period may be glued to it ("7pm", "10am"), where \b cannot stand
+    per_after = rf"(?<![A-Za-z]){alternation(periods, boundary=False)}(?![A-Za-z])"
     quart = alternation(quarters, boundary=True)
     clk = alternation(clock, boundary=True)
     ocl = alternation(oclock, boundary=False)
@@ -41,11 +43,11 @@ def _patterns(
     hour = rf"(?:\d{{1,2}}|{latin_words})" if latin_words else r"\d{1,2}"
     pats = [
         # "quarter past 7", "half past six", "quarter to 8" (+ optional period)
-        rf"(?P<q>{quart})\s+(?P<h>{hour})(?:\s*(?:{ocl}))?(?:\s*(?P<p>{per}))?",
+        rf"(?P<q>{quart})\s+(?P<h>{hour})(?:\s*(?:{ocl}))?(?:\s*(?P<p>{per_after}))?",
         # "11:30", "4:30 pm", "morning 11:30", "3:30 in the afternoon", "7 am", "7 o'clock", "three pm"
-        rf"(?:(?P<p0>{per})\s*)?(?P<h>\d{{1,2}}|\b(?:{latin_words})\b)(?::(?P<m>\d{{2}}))?\s*(?:(?P<oc>{ocl})\s*)?(?P<p>{per})?"
+        rf"(?:(?P<p0>{per})\s*)?(?P<h>\d{{1,2}}|\b(?:{latin_words})\b)(?::(?P<m>\d{{2}}))?\s*(?:(?P<oc>{ocl})\s*)?(?P<p>{per_after})?"
         if latin_words
-        else rf"(?:(?P<p0>{per})\s*)?(?P<h>\d{{1,2}})(?::(?P<m>\d{{2}}))?\s*(?:(?P<oc>{ocl})\s*)?(?P<p>{per})?",
+        else rf"(?:(?P<p0>{per})\s*)?(?P<h>\d{{1,2}})(?::(?P<m>\d{{2}}))?\s*(?:(?P<oc>{ocl})\s*)?(?P<p>{per_after})?",
         # "noon", "midnight"
         rf"(?P<c>{clk})",
     ]

@@ -390,3 +390,12 @@ def test_a_possessive_with_nothing_owned_after_it_offers_its_owner_too() -> None
 
     texts = {s.text for s in find_spans(LANG, "Game night at Tom's this Saturday", NOW)}
     assert {"Tom's", "Tom"} <= texts
+
+
+def test_a_verb_opening_the_sentence_opens_no_name() -> None:
+    from appliance.extract.spans import find_spans
+
+    capital = {s.text for s in find_spans(LANG, "Lent Azul to Priya today. New York was fun", NOW) if s.capital}
+    assert {"Azul", "Priya", "New York"} <= capital
+    assert "Lent Azul" not in capital
+    assert LANG.verb_form("Booked") and LANG.verb_form("lent") and not LANG.verb_form("Red")

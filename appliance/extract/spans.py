@@ -408,11 +408,20 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
                 surface = text[start:end]
                 if not any(ch.isalpha() for ch in surface):
                     continue
+                opens = start in (0, said) or text[:start].rstrip().endswith((".", "!", "?"))
                 capital = (
-                    all(t.text[:1].isupper() or not t.word or t.low in joiners for t in chunk)
-                    and not (start in (0, said) or text[:start].rstrip().endswith((".", "!", "?")))
-                    or (all(t.text[:1].isupper() for t in chunk if t.word) and len(chunk) > 1)
-                ) and not _addressed(text, start, end, said, greetings)
+                    (
+                        all(t.text[:1].isupper() or not t.word or t.low in joiners for t in chunk)
+                        and not opens
+                        # "New York" opening a sentence is a name; "Lent Azul" is a verb and a name
+                        or (
+                            all(t.text[:1].isupper() for t in chunk if t.word)
+                            and len(chunk) > 1
+                            and not (opens and lang.verb_form(chunk[0].text))
+                        )
+                    )
+                    and not _addressed(text, start, end, said, greetings)
+                )
                 out.append(make(start, end, "text", surface, capital=bool(capital)))  # type: ignore[operator]
                 # a possessive with nothing owned after it is a place or a name ("at Tom's": Tom's
                 # home, "Denny's"): the owner is offered too

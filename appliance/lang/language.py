@@ -167,6 +167,15 @@ class Language:
         """Whether ``sentence`` tells of the past ("I ran 10 km on Thursday", "周一去了医院")."""
         return bool(self._past.search(sentence))
 
+    def verb_form(self, word: str) -> bool:
+        """Whether ``word`` has the shape of an inflected verb in the pack's morphology: an
+        irregular form ("lent", "bought") or a past ending after a stem of three letters or more
+        ("booked", "ordered"). Capitalised at a sentence's start it opens no name ("Lent Azul")."""
+        low = word.lower()
+        if low in self.lex.irregular_forms:
+            return True
+        return any(low.endswith(end) and len(low) - len(end) >= 3 for end in self.lex.past_suffixes)
+
     def capitalises_names(self, text: str) -> bool:
         """Whether the writer of ``text`` capitalises names: a transcript turn opens with its
         speaker's capitalised name ("Iris: …"), or a capitalised Latin word stands where no

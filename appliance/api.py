@@ -493,6 +493,10 @@ class Appliance:
         """The record stored under a client's id (``record(request_id=...)``) in a session."""
         return self.store.records.by_request(clean_session(session_id), clean_session(request_id, "request_id"))
 
+    def request_ids(self, memory_ids: list[str]) -> dict[str, str]:
+        """The client keys (``record(request_id=...)``) the memories were stored under, by memory id."""
+        return self.store.records.request_ids([clean_memory_id(m) for m in memory_ids])
+
     def sessions(self, prefix: str = "", limit: int = 1000) -> list[str]:
         """Session ids that hold memories (those starting with ``prefix``)."""
         return self.store.records.sessions(prefix, limit)

@@ -10,11 +10,17 @@ so an agent keeps its framework's chains, graphs and agents and gains structured
   (a NOT FOUND answer comes back as a document that says so, never as another memory).
 * ``ApplianceChatHistory`` — a chat message history whose human messages become memories.
 
+A namespace or session is a wall, as in LangGraph's own stores: a prefix matches whole labels
+(``("user-4",)`` is no prefix of ``("user-42", …)``), a search reads only its namespaces
+whatever the question says ("across all sessions…" is refused, not answered from other users'
+memories), and a history needs a session id (an empty one would be every session's).
+
 Values need a ``text`` (or ``content``/``memory``) string: that is what the appliance reads."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -37,12 +43,15 @@ from langgraph.store.base import (
 )
 
 from ..api import Appliance
+from ..domain.inputs import clean_session
 from ..domain.records import MemoryRecord
 from ..errors import InputError
 
 __all__ = ["ApplianceStore", "ApplianceRetriever", "ApplianceChatHistory", "session_of"]
 
 TEXT_KEYS = ("text", "content", "memory")
+MAX_SEARCHED_SESSIONS = 20  # a search recalls once per session: its cost grows with them
+_MEMORY_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def session_of(namespace: tuple[str, ...]) -> str:
@@ -104,7 +113,11 @@ class ApplianceStore(BaseStore):
         return Item(value=_value(rec), key=key, namespace=namespace, created_at=rec.timestamp, updated_at=rec.timestamp)
 
     def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
-        rec = self.app.record_by_request(session_of(namespace), key)
+        session = session_of(namespace)
+        rec = self.app.record_by_request(session, key)
+        if rec is None and _MEMORY_ID.fullmatch(key):  # a memory told through another edge: its id
+            rec = self.app.get_record(key)
+            rec = rec if rec is not None and rec.session_id == session else None
         return self._item(namespace, key, rec) if rec is not None else None
 
     def _put(self, namespace: tuple[str, ...], key: str, value: Any) -> None:
@@ -127,21 +140,30 @@ class ApplianceStore(BaseStore):
             now=datetime.fromisoformat(when) if isinstance(when, str) else None,
         )
 
+    def _sessions(self, prefix: tuple[str, ...]) -> list[str]:
+        """The sessions under a namespace prefix, matched label by label (the store's
+        ``starts_with`` alone would take "user-42" and "user-4%" for "user-4")."""
+        if not prefix:
+            return self.app.sessions()
+        head = session_of(prefix)
+        return [s for s in self.app.sessions(head) if tuple(s.split("/"))[: len(prefix)] == prefix]
+
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        sessions = self.app.sessions(session_of(op.namespace_prefix) if op.namespace_prefix else "")
         found: list[SearchItem] = []
-        for session in sessions[:20]:
+        for session in self._sessions(op.namespace_prefix)[:MAX_SEARCHED_SESSIONS]:
             namespace = tuple(session.split("/"))
             if op.query:
-                ranked = self.app.recall(op.query, session_id=session).memories
+                ranked = self.app.recall(op.query, session_id=session, across_sessions=False).memories
                 pairs: list[tuple[MemoryRecord, float | None]] = [(r.memory, r.score) for r in ranked]
             else:
                 pairs = [(m, None) for m in self.app.list_records(session=session, limit=op.limit + op.offset)]
+            pairs = [(rec, score) for rec, score in pairs if rec.session_id == session]
+            keys = self.app.request_ids([rec.memory_id for rec, _ in pairs])
             for rec, score in pairs:
                 value = _value(rec)
                 if _matches(value, op.filter):
-                    item = SearchItem(namespace, rec.memory_id, value, rec.timestamp, rec.timestamp, score)
-                    found.append(item)
+                    key = keys.get(rec.memory_id, rec.memory_id)
+                    found.append(SearchItem(namespace, key, value, rec.timestamp, rec.timestamp, score))
         if op.query:
             found.sort(key=lambda i: -(i.score or 0.0))
         return found[op.offset : op.offset + op.limit]
@@ -159,18 +181,21 @@ class ApplianceStore(BaseStore):
 
 
 class ApplianceRetriever(BaseRetriever):
-    """Recall as LangChain documents: the best evidence first, one document per memory."""
+    """Recall as LangChain documents: the best evidence first, one document per memory, from
+    ``session_id`` only unless ``across_sessions`` (an operator's choice, never the question's)."""
 
     app: Any
     session_id: str = "default"
     k: int = 5
+    across_sessions: bool = False
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        res = self.app.recall(query, session_id=self.session_id)
+        res = self.app.recall(query, session_id=self.session_id, across_sessions=self.across_sessions)
         docs = []
         if res.not_found:
             docs.append(Document(page_content=f"NOT FOUND: {res.not_found}", metadata={"not_found": True}))
-        for ranked in res.memories[: self.k]:
+        mine = [r for r in res.memories if self.across_sessions or r.memory.session_id == self.session_id]
+        for ranked in mine[: self.k]:
             rec = ranked.memory
             meta = {**_value(rec), "score": ranked.score, "paths": ranked.paths, "session_id": rec.session_id}
             docs.append(Document(page_content=rec.source_text, metadata=meta))
@@ -183,7 +208,7 @@ class ApplianceChatHistory(BaseChatMessageHistory):
 
     def __init__(self, app: Appliance, session_id: str) -> None:
         self.app = app
-        self.session_id = session_id
+        self.session_id = clean_session(session_id)  # "" would read, and clear, every session
         self._replies: list[tuple[datetime, AIMessage]] = []
 
     @property
@@ -191,6 +216,7 @@ class ApplianceChatHistory(BaseChatMessageHistory):
         said = [
             (r.timestamp, HumanMessage(content=r.source_text, id=r.memory_id))
             for r in self.app.list_records(session=self.session_id, limit=500)
+            if r.session_id == self.session_id
         ]
         return [m for _, m in sorted([*said, *self._replies], key=lambda p: p[0])]
 
@@ -203,5 +229,6 @@ class ApplianceChatHistory(BaseChatMessageHistory):
 
     def clear(self) -> None:
         for rec in self.app.list_records(session=self.session_id, limit=10_000):
-            self.app.delete_record(rec.memory_id)
+            if rec.session_id == self.session_id:
+                self.app.delete_record(rec.memory_id)
         self._replies.clear()

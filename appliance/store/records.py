@@ -131,6 +131,17 @@ class RecordsRepo:
         rows = self._where("m.session_id = ? AND m.request_id = ?", [session, request_id], limit=1)
         return rows[0] if rows else None
 
+    def request_ids(self, memory_ids: Sequence[str]) -> dict[str, str]:
+        """For the memories of ``memory_ids`` stored under a client's key, memory id → that key."""
+        if not memory_ids:
+            return {}
+        marks = ", ".join("?" for _ in memory_ids)
+        rows = self.db.fetch(
+            f"SELECT memory_id, request_id FROM memories WHERE memory_id IN ({marks}) AND request_id IS NOT NULL",
+            list(memory_ids),
+        )
+        return {r[0]: r[1] for r in rows}
+
     def sessions(self, prefix: str = "", limit: int = 1000) -> list[str]:
         """Session ids that hold memories, those starting with ``prefix``, sorted."""
         rows = self.db.fetch(

@@ -17,6 +17,7 @@ from typing import Any
 from ...api import Appliance
 from ...domain.loading import parse_schema, schema_problems
 from ...errors import ApplianceError
+from ..access import AccessPolicy
 from .drawing import SEP, graph_svg, timeline_svg
 from .lifecycle import lifecycle_tab
 
@@ -166,9 +167,14 @@ def suggestions_table(app: Appliance) -> list[list[Any]]:
     return [[s["entity"], s["attribute"], s["count"], "; ".join(s["examples"])] for s in app.schema_suggestions()]
 
 
-def import_file(app: Appliance, path: str | None) -> str:
+def import_file(app: Appliance, path: str | None, uploads: Path) -> str:
+    """Import a file the person uploaded: only from ``uploads`` (Gradio's upload folder). A
+    caller of the panel's API can name any path on the server in place of an upload; the
+    panel reads none of them."""
     if not path:
         return "Choose a JSONL or Parquet file exported by the appliance."
+    if not Path(path).resolve().is_relative_to(uploads.resolve()):
+        return "Error: only a file uploaded here can be imported."
     importer = app.import_parquet if str(path).endswith(".parquet") else app.import_jsonl
     try:
         n, problems = importer(Path(path))
@@ -351,7 +357,8 @@ def build_ui(app: Appliance) -> Any:
             with gr.Row():
                 upload = gr.File(label="Import JSONL / Parquet", file_types=[".jsonl", ".parquet"], type="filepath")
                 import_msg = gr.Markdown("")
-            upload.upload(lambda p: import_file(app, p), upload, import_msg)
+            uploads = Path(gr.utils.get_upload_folder())
+            upload.upload(lambda p: import_file(app, p, uploads), upload, import_msg, api_name="import_file")
             ents = gr.Dataframe(headers=["type", "id", "state", "attributes", "version"], label="Entities")
             rels = gr.Dataframe(headers=["from_type", "from_id", "type", "to_type", "to_id"], label="Relationships")
             with gr.Row():
@@ -450,7 +457,7 @@ def launch(
         server_name=host,
         server_port=port,
         share=False,
-        auth=auth,
+        auth=panel_login(app, auth),
         theme=_theme(),
         ssr_mode=False,
         prevent_thread_lock=not block,
@@ -460,12 +467,34 @@ def launch(
     return ui
 
 
+def panel_login(app: Appliance, auth: tuple[str, str] | None) -> Any:
+    """The panel's login: ``auth`` when given; else, when the appliance has API keys
+    (``APPLIANCE_TOKEN`` / ``APPLIANCE_KEYS_FILE``), an admin key's token as the password — the
+    panel shows every session, so a configured key must not be bypassed through it."""
+    if auth is not None:
+        return auth
+    policy = AccessPolicy.from_settings(app.settings)
+    return None if policy.open else policy.admin_login
+
+
 def panel_asgi(app: Appliance, auth: tuple[str, str] | None = None) -> Any:
     """The panel as an ASGI application (Gradio mounted on FastAPI at ``/``)."""
     import gradio as gr
     from fastapi import FastAPI
 
     root = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
-    return gr.mount_gradio_app(
-        root, build_ui(app), path="", auth=auth, theme=_theme(), ssr_mode=False, footer_links=[], show_error=False
+    ui = build_ui(app)
+    mounted = gr.mount_gradio_app(
+        root,
+        ui,
+        path="",
+        auth=panel_login(app, auth),
+        theme=_theme(),
+        ssr_mode=False,
+        footer_links=[],
+        show_error=False,
     )
+    # Gradio checks that a file a request names was uploaded (not any path on the server) only
+    # for Blocks it launched itself; mounted ones skip the check unless marked launched
+    ui.has_launched = True
+    return mounted

@@ -3,6 +3,11 @@ CLI talks to it over loopback HTTP instead of loading the model again (tens of s
 failing on the database lock — like a client/daemon pair. The server announces itself in
 ``<db>.server.json`` (``edges/serving.py``); a stale file (dead pid, no answer) is ignored.
 
+The marker is believed only when nothing but the user or the server could have written it, since
+the CLI sends it the user's text and bearer token and writes its answers into the user's files:
+the file is the user's and writable by no one else, the URL is loopback, and (where ``/proc``
+tells) its process is the user's and holds the database open. Anything else is ignored.
+
 Standard library only (urllib): the client starts in milliseconds."""
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -17,6 +23,8 @@ from typing import Any
 from ..errors import ApplianceError, InputError, UserError
 
 __all__ = ["WarmClient", "find_server"]
+
+LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 class ServerError(ApplianceError):
@@ -29,9 +37,9 @@ def find_server(db_path: Path, token: str = "") -> WarmClient | None:
     try:
         info = json.loads(marker.read_text())
         pid, url = int(info["pid"]), str(info["url"])
+        if info.get("kind") != "http" or not _alive(pid) or not _trusted(marker, pid, url, db_path):
+            return None
     except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if info.get("kind") != "http" or not _alive(pid):
         return None
     client = WarmClient(url, token)
     try:
@@ -39,6 +47,33 @@ def find_server(db_path: Path, token: str = "") -> WarmClient | None:
     except (ServerError, OSError):
         return None
     return client
+
+
+def _trusted(marker: Path, pid: int, url: str, db_path: Path) -> bool:
+    """Whether the marker can only have come from the user's own server (see the module note)."""
+    st = marker.stat()
+    if st.st_uid != os.getuid() or st.st_mode & 0o022:
+        return False
+    host = urllib.parse.urlsplit(url).hostname or ""
+    if urllib.parse.urlsplit(url).scheme != "http" or host not in LOOPBACK:
+        return False
+    proc = Path(f"/proc/{pid}")
+    if not proc.is_dir():  # no /proc (macOS): the file's owner and mode are the check
+        return True
+    try:
+        if proc.stat().st_uid != os.getuid():
+            return False
+        target = db_path.resolve()
+        return any(_points_to(fd, target) for fd in (proc / "fd").iterdir())
+    except OSError:  # another user's process, or it ended meanwhile
+        return False
+
+
+def _points_to(fd: Path, target: Path) -> bool:
+    try:
+        return Path(os.readlink(fd)) == target
+    except OSError:
+        return False
 
 
 def _alive(pid: int) -> bool:

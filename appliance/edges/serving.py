@@ -54,7 +54,7 @@ def serve_asgi(
             bound = self.servers[0].sockets[0].getsockname() if self.servers else (host, port)
             url = f"http://{_url_host(host)}:{bound[1]}"
             if marker is not None:
-                marker.write_text(json.dumps({"url": url, "pid": os.getpid(), "kind": kind}))
+                _announce(marker, {"url": url, "pid": os.getpid(), "kind": kind})
             say(f"appliance {kind} ready on {url}")
 
         async def shutdown(self, sockets: Any = None) -> None:
@@ -68,6 +68,17 @@ def serve_asgi(
         asgi, host=host, port=port, log_level="warning", lifespan="auto", timeout_graceful_shutdown=60
     )
     Server(config).run()
+
+
+def _announce(marker: Path, info: dict[str, Any]) -> None:
+    """Write the marker readable and writable by the user alone (the warm CLI trusts no other),
+    under a temporary name first so that a reader never sees half of it."""
+    tmp = marker.with_name(f".{marker.name}.{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(json.dumps(info))
+    tmp.replace(marker)
 
 
 def _url_host(host: str) -> str:

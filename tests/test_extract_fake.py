@@ -991,3 +991,24 @@ def test_an_empty_key_takes_its_best_free_candidate_above_the_key_threshold() ->
     assert {k: c.surface for k, c in chosen.items()} == {"borrower": "Priya", "game": "Azul"}
     assert "game" not in assign(cands, threshold=0.0, keys=frozenset({"game"}), key_threshold=-1.75)
     assert "game" not in assign(cands, threshold=0.0)  # not a key: the common threshold only
+
+
+def test_a_free_decoders_ids_and_quotes_not_in_the_message_are_dropped() -> None:
+    from appliance.domain.records import RecordDraft
+    from appliance.extract.extractor import ungrounded_dropped
+
+    schema = CS
+    order = schema.entity("Order")
+    draft = RecordDraft.model_validate(
+        {
+            "event_type": schema.event_names[0],
+            "entity": {"type": "Order", "id": "9034", "state": None, "attributes": {}},
+            "relationships": [
+                {"type": "OWNS", "from_type": "User", "from_id": "C-3", "to_type": "Order", "to_id": "9034"}
+            ],
+        }
+    )
+    kept, dropped = ungrounded_dropped(draft, order, "I paid a lot for order 12121")
+    assert kept.entity.id is None and kept.relationships == [] and dropped == ["id", "relationships"]
+    said = draft.model_copy(update={"entity": draft.entity.model_copy(update={"id": "12121"}), "relationships": []})
+    assert ungrounded_dropped(said, order, "I paid a lot for order 12121") == (said, [])

@@ -22,6 +22,7 @@ grammar instead (the baseline the benchmark compares against).
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -236,6 +237,8 @@ class Extractor:
             second = self._attempt(text, now, other, hint)
             second.attempts = 2
             second.note = "; ".join(n for n in (result.note, second.note) if n)
+            if second.draft is not None:  # a second try is a guess at best: a person looks
+                second.review = "; ".join(r for r in (second.review, f"written by the {other} decoder on a retry") if r)
             return second
         return result
 
@@ -262,6 +265,13 @@ class Extractor:
         note = "input truncated to fit the context" if truncated else ""
         if draft is None:
             return Extraction(None, raw, 0.0, note=problem, truncated_input=truncated)
+        review = found.review
+        if mode == "greedy":  # free decoding may write what the message never said ("9034")
+            draft, dropped = ungrounded_dropped(draft, self.schema.entity(draft.entity.type), text)
+            if dropped:
+                review = "; ".join(r for r in (review, f"not in the message, dropped: {', '.join(dropped)}") if r)
+        if truncated:
+            review = "; ".join(r for r in (review, "the message was cut to fit the model's context") if r)
         return Extraction(
             draft,
             raw,
@@ -270,7 +280,7 @@ class Extractor:
             field_confidence=fields,
             truncated_input=truncated,
             spans=found.spans,
-            review=found.review,
+            review=review,
             evidence=found.evidence,
         )
 
@@ -612,6 +622,42 @@ class _Found:
     evidence: dict[str, Any] = field(default_factory=dict)
 
 
+def _said(value: Any, low: str, digits: str) -> bool:
+    """Whether ``value`` stands in the message (``low``: lower-cased; ``digits``: its digits)."""
+    if isinstance(value, bool) or value is None:
+        return True  # yes/no is a decision about the message, not a quote of it
+    if isinstance(value, (int, float)):
+        whole = str(int(value)) if float(value).is_integer() else str(value).replace(".", "")
+        return whole in digits
+    if isinstance(value, list):
+        return all(_said(v, low, digits) for v in value)
+    return str(value).strip().lower() in low
+
+
+def ungrounded_dropped(draft: RecordDraft, ent: EntityType, text: str) -> tuple[RecordDraft, list[str]]:
+    """``draft`` without the id, the free-text and reference values and the relationships whose
+    ids the message does not contain, and the names of what was dropped. Enums, yes/no, dates,
+    times and numbers are the schema's or normalised (2026-03-07, "two" → 2), not quotes."""
+    low = text.lower()
+    digits = re.sub(r"\D", "", text)
+    quoted = {a.name for a in ent.attributes if a.kind in ("string", "list", "ref")}
+    dropped: list[str] = []
+    entity_id = draft.entity.id
+    if entity_id is not None and not _said(entity_id, low, digits):
+        dropped.append("id")
+        entity_id = None
+    attributes = dict(draft.entity.attributes)
+    for name in sorted(quoted & attributes.keys()):
+        if attributes[name] is not None and not _said(attributes[name], low, digits):
+            dropped.append(name)
+            attributes[name] = None
+    rels = [r for r in draft.relationships if _said(r.from_id, low, digits) and _said(r.to_id, low, digits)]
+    if len(rels) < len(draft.relationships):
+        dropped.append("relationships")
+    entity = draft.entity.model_copy(update={"id": entity_id, "attributes": attributes})
+    return draft.model_copy(update={"entity": entity, "relationships": rels}), dropped
+
+
 def _json_value(a: Attribute, c: Candidate) -> Any:
     """A candidate's value in the JSON type the attribute's kind declares (free strings keep
     the text as written: "¥1,299", not the number it normalises to)."""
@@ -624,6 +670,8 @@ def _json_value(a: Attribute, c: Candidate) -> Any:
         if isinstance(value, str):
             return value  # a range or bound kept as text ("100-150", ">=4.5")
         v = float(value)
+        if not math.isfinite(v):
+            return None  # "$999…9" (400 digits) is no number JSON can hold
         return int(v) if v.is_integer() and abs(v) < 2**53 else v
     if a.kind == "boolean":
         return bool(value)

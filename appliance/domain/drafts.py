@@ -59,7 +59,9 @@ def value_schema(a: Attribute) -> dict[str, Any]:
 def _value_type(a: Attribute) -> Any:
     """The pydantic type of one attribute's (non-null) value: the twin of ``value_schema``."""
     if a.kind == "number":
-        return Union[float, Annotated[str, StringConstraints(pattern=RANGE_PATTERN)]]
+        # strict and finite: true, 1e400 (inf) and NaN are no amounts
+        number = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+        return Union[number, Annotated[str, StringConstraints(pattern=RANGE_PATTERN)]]
     if a.kind == "boolean":
         return bool
     if a.kind == "enum":

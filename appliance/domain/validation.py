@@ -12,7 +12,7 @@ from ..errors import ApplianceError, QueryError
 from .drafts import draft_model
 from .inputs import clean_memory_id, clean_session, clean_text
 from .links import derive_relationships
-from .records import MemoryRecord
+from .records import SUMMARY_EVENT, MemoryRecord, Relationship
 from .schema import MemorySchema
 
 __all__ = ["check_fields", "check_record"]
@@ -70,9 +70,24 @@ def check_record(schemas: list[MemorySchema], rec: MemoryRecord) -> tuple[Memory
     others = [s for s in schemas if s.schema_id != rec.schema_id and rec.entity_type in s.entity_names]
     problem = f"no loaded schema has entity type {str(rec.entity_type)[:60]!r}"
     for schema in named + others:
+        if rec.event_type == SUMMARY_EVENT and schema.event_names:
+            # compaction's reserved event: the entity and its values are checked all the same
+            fields["event_type"] = schema.event_names[0]
         try:
             check_fields(schema, fields)
-            return schema, ""
         except QueryError as exc:
             problem = exc.message
+            continue
+        undeclared = [r for r in rec.relationships if not _declared(schema, r)]
+        if undeclared:
+            r = undeclared[0]
+            return None, f"relationship {r.source_type[:40]} -{r.type[:40]}-> {r.target_type[:40]} is not in the schema"
+        return schema, ""
     return None, problem
+
+
+def _declared(schema: MemorySchema, r: Relationship) -> bool:
+    """Whether the schema declares this relationship between these entity types."""
+    return any(
+        d.type == r.type and d.source == r.source_type and d.target == r.target_type for d in schema.relationships
+    )

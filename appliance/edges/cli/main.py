@@ -403,6 +403,10 @@ def import_(ctx: click.Context, path: str) -> None:
     click.echo(f"imported {n} records" + (f", {len(problems)} bad lines" if problems else ""))
     for p in problems[:20]:
         click.echo(f"  {p}", err=True)
+    if problems:  # the good lines are in; a script must still see that some were refused
+        if len(problems) > 20:
+            click.echo(f"  … and {len(problems) - 20} more", err=True)
+        ctx.exit(1)
 
 
 @main.command()

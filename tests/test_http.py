@@ -80,3 +80,20 @@ def test_record_and_recall_take_the_message_time(app: Appliance) -> None:
     assert bad.status_code == 400 and "ISO 8601" in bad.json()["error"]
     q = c.post("/recall", json={"question": "what happened to order 4567?", "session_id": "t", "at": "2023-05-09"})
     assert q.status_code == 200 and q.json()["memories"]
+
+
+def test_the_http_contract_holds_for_hostile_requests(app: Appliance) -> None:
+    policy = AccessPolicy({"s3cret-s3cret-s3cret": Grant("admin", admin=True)})
+    c = client(app, policy)
+    key = {"Authorization": "Bearer s3cret-s3cret-s3cret"}
+    deep = "[" * 5000 + "]" * 5000
+    for path in ("/record", "/schema/validate"):  # refused before authentication parses anything
+        r = c.post(path, content=deep, headers={"Content-Type": "application/json"})
+        assert r.status_code == 400 and r.headers["content-type"] == "application/json"
+        assert "nested too deeply" in r.json()["error"]
+    big = "x" * 500_000
+    r = c.post("/record", json={"text": "order 1 shipped", "schema_name": big}, headers=key)
+    assert r.status_code == 400 and len(r.content) < 2_000  # the name is not echoed whole
+    assert c.get("/health", headers={"Authorization": "bearer s3cret-s3cret-s3cret"}).status_code == 200
+    huge = c.request("GET", "/health", content=b"x" * (app.settings.max_body_bytes + 1), headers=key)
+    assert huge.status_code == 413

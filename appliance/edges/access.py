@@ -85,10 +85,10 @@ class AccessPolicy:
         """The grant of an ``Authorization: Bearer <token>`` header."""
         if self.open:
             return Grant.owner()
-        raw = authorization or ""
-        if not raw.startswith("Bearer "):
+        scheme, _, credentials = (authorization or "").strip().partition(" ")
+        if scheme.lower() != "bearer":  # the scheme is case-insensitive (RFC 9110)
             raise Unauthenticated("missing bearer token", hint="send the header Authorization: Bearer <token>")
-        given = raw.removeprefix("Bearer ").strip().encode()
+        given = credentials.strip().encode()
         found = None
         for token, grant in self.keys.items():  # every key compared: no timing hint of which matched
             if hmac.compare_digest(given, token.encode()):

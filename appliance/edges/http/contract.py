@@ -42,8 +42,15 @@ def status_of(exc: ApplianceError) -> int:
     return 500
 
 
+MAX_MESSAGE_CHARS = 400  # an error names what is wrong; a name or key it quotes is cut, never echoed whole
+
+
+def _bounded(text: str) -> str:
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 1] + "…"
+
+
 def _json(status: int, error: str, hint: str = "", headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": error, "hint": hint}, status_code=status, headers=headers)
+    return JSONResponse({"error": _bounded(error), "hint": _bounded(hint)}, status_code=status, headers=headers)
 
 
 def install_error_contract(api: FastAPI) -> None:

@@ -6,7 +6,9 @@ before any framework parses a byte:
   WebSocket upgrades are checked too (Gradio streams over them).
 * **Body limit** — a declared ``Content-Length`` over the limit is refused before reading; a
   chunked body is counted while it is read and refused the moment it passes the limit, so one
-  large request cannot take the server's memory.
+  large request cannot take the server's memory (whatever the method: a GET may carry a body).
+* **Nesting** — JSON nested deeper than the parser can recurse is refused with 400 before any
+  route, authentication included, tries to parse it.
 * **Valid text** — a JSON body must be UTF-8 and hold no lone surrogate (``"\\ud800"``): such
   text cannot be stored or echoed faithfully, so it is refused with 400 instead of failing later.
 
@@ -70,7 +72,7 @@ class RequestGuard:
                 return
             await _reply(send, 421, "host not allowed", "use http://127.0.0.1 or set APPLIANCE_ALLOWED_HOSTS")
             return
-        if scope["type"] == "websocket" or scope.get("method") in ("GET", "HEAD", "OPTIONS"):
+        if scope["type"] == "websocket":
             await self.app(scope, receive, send)
             return
         declared = headers.get("content-length", "")
@@ -82,9 +84,11 @@ class RequestGuard:
         except _TooLarge:
             await _reply(send, 413, f"request body over {self.max_body_bytes} bytes", _LIMIT_HINT)
             return
-        if "json" in headers.get("content-type", "") and body and not _clean_json(body):
-            await _reply(send, 400, "the body is not valid UTF-8 JSON text", "remove lone surrogates and invalid bytes")
-            return
+        if "json" in headers.get("content-type", "") and body:
+            problem = _json_problem(body)
+            if problem:
+                await _reply(send, 400, problem, "send plain UTF-8 JSON of the documented shape")
+                return
         sent = False
 
         async def replay() -> Message:
@@ -115,22 +119,27 @@ class RequestGuard:
 _LIMIT_HINT = "send less text per request, or raise APPLIANCE_MAX_BODY_BYTES"
 
 
-def _clean_json(body: bytes) -> bool:
-    """UTF-8 that parses to JSON without lone surrogates (unparseable JSON is left to the
-    framework, which names the problem)."""
+def _json_problem(body: bytes) -> str:
+    """What makes the body unusable JSON text ("" when nothing): not UTF-8, a lone surrogate, or
+    nesting too deep to parse (``[[[…]]]`` 5,000 deep exhausts the parser's recursion).
+    Otherwise unparseable JSON is left to the framework, which names the problem."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
-        return False
+        return "the body is not valid UTF-8 JSON text"
     try:
         value = json.loads(text)
     except ValueError:
-        return True
+        return ""
+    except RecursionError:
+        return "the JSON body is nested too deeply"
     try:
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
-        return False
-    return True
+        return "the body is not valid UTF-8 JSON text"
+    except RecursionError:
+        return "the JSON body is nested too deeply"
+    return ""
 
 
 async def _reply(send: Send, status: int, error: str, hint: str) -> None:

@@ -17,6 +17,7 @@ The record path, one step per room:
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -51,6 +52,8 @@ from .recall.service import RecallService
 from .store import MemoryStore
 
 __all__ = ["Appliance", "resolve_schema", "MAX_TEXT_CHARS", "clean_text", "clean_session"]
+
+log = logging.getLogger("appliance")
 
 SchemaSpec = str | Path | MemorySchema | dict[str, Any]
 MAINTAIN_EVERY = 1000  # records between checks that the vector index still fits its size
@@ -119,6 +122,12 @@ class Appliance:
         self.store = MemoryStore(
             db if db is not None else self.settings.db_path, encoder=_known(encoder), create=create
         )
+        if self.store.db.wal_copy is not None:
+            log.warning(
+                "the last stop was unclean: its write-ahead log was replayed; a copy is kept at %s "
+                "(if memories told before the stop are missing, the log was damaged)",
+                self.store.db.wal_copy,
+            )
         if not self.store.db.read_only and self.store.lexical.empty() and self.store.lexical.written_with() is None:
             self.store.lexical.mark_written_with(INDEX_TERMS_VERSION)  # a new file: indexed as written
         self.mode = mode
@@ -451,7 +460,7 @@ class Appliance:
     def _index_backlog(self) -> None:
         """Index memories the lexical and time channels do not hold yet (once, e.g. after an
         upgrade from a file written before they existed)."""
-        if self._indexed:
+        if self._indexed or self.store.db.read_only:  # a read-only file is searched as it stands
             return
         with self._backlog_lock:  # one thread rebuilds; two clearing and refilling would double postings
             if not self._indexed:
@@ -814,6 +823,7 @@ class Appliance:
             "model": self._model_spec
             if isinstance(self._model_spec, str)
             else getattr(self._model_spec, "model_id", "engine"),
+            **({"recovered_log_copy": str(self.store.db.wal_copy)} if self.store.db.wal_copy else {}),
         }
 
     def close(self) -> None:

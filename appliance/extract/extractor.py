@@ -270,8 +270,6 @@ class Extractor:
             draft, dropped = ungrounded_dropped(draft, self.schema.entity(draft.entity.type), text)
             if dropped:
                 review = "; ".join(r for r in (review, f"not in the message, dropped: {', '.join(dropped)}") if r)
-        if truncated:
-            review = "; ".join(r for r in (review, "the message was cut to fit the model's context") if r)
         return Extraction(
             draft,
             raw,

@@ -57,7 +57,7 @@ class MemoryStore:
     def __init__(self, path: str | Path, read_only: bool = False, encoder: str = "use3", create: bool = True) -> None:
         self.db = Database(path, read_only=read_only, create=create)
         self.path = self.db.path
-        self.read_only = read_only
+        self.read_only = self.db.read_only  # also when the file could only be opened for reading
         self.records = RecordsRepo(self.db)
         self.entities = EntitiesRepo(self.db)
         self.vectors = VectorsRepo(self.db, encoder)

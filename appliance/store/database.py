@@ -11,10 +11,13 @@ Why it is shaped this way:
 * ``checkpoint()`` folds the WAL into the file, so a copy of the ``.duckdb`` file alone holds
   every committed record (a stop on SIGTERM calls it; ``close`` does too).
 * Extensions are never auto-installed (that would download): only built-ins (json, parquet).
+* A write-ahead log left by an unclean stop is copied aside before DuckDB replays it
+  (``keep_wal_copy``): a damaged log would otherwise lose its tail without a word.
 """
 
 from __future__ import annotations
 
+import shutil
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -27,7 +30,7 @@ import duckdb
 from ..errors import CorruptStoreError, StoreError, StoreLockedError
 from .migrations import DB_VERSION, MIGRATIONS
 
-__all__ = ["Database", "now", "session_clause", "grown_since_rewrite", "first_row", "DB_VERSION"]
+__all__ = ["Database", "keep_wal_copy", "now", "session_clause", "grown_since_rewrite", "first_row", "DB_VERSION"]
 
 
 def now() -> datetime:
@@ -58,6 +61,34 @@ def first_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
     return rows[0] if rows else None
 
 
+WAL_COPIES_KEPT = 3
+
+
+def _unwritable(error: str) -> bool:
+    low = error.lower()
+    return "read-only file system" in low or "permission denied" in low
+
+
+def keep_wal_copy(db: Path) -> Path | None:
+    """Before DuckDB replays a write-ahead log left by an unclean stop, a copy of it beside the
+    file (``<db>.wal.<time>.replayed``), the newest ``WAL_COPIES_KEPT`` kept. DuckDB replays a
+    damaged log up to its last whole entry without an error and then deletes it: a cut log
+    would lose the commits after the cut silently. With the copy those bytes still exist, and
+    the appliance says so when it opens (``Appliance.recovered``)."""
+    wal = db.with_name(db.name + ".wal")
+    try:
+        if not wal.is_file() or wal.stat().st_size == 0:
+            return None
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        copy = wal.with_name(f"{wal.name}.{stamp}.replayed")
+        shutil.copy2(wal, copy)
+    except OSError:
+        return None  # no room or no right to copy: opening is still better than refusing
+    for old in sorted(wal.parent.glob(wal.name + ".*.replayed"))[:-WAL_COPIES_KEPT]:
+        old.unlink(missing_ok=True)
+    return copy
+
+
 class Database:
     """One DuckDB file (or ``:memory:``) with its lock, migrations and transactions."""
 
@@ -74,8 +105,18 @@ class Database:
                 raise StoreError(f"{self.path} is a directory, not a database file")
             p.parent.mkdir(parents=True, exist_ok=True)
         config: dict[str, str | bool | int | float | list[str]] = {"autoinstall_known_extensions": False}
+        self.wal_copy = keep_wal_copy(Path(self.path)) if self.path != ":memory:" and not read_only else None
+        self.read_only_reason = ""
         try:
-            self.con = duckdb.connect(self.path, read_only=read_only, config=config)
+            try:
+                self.con = duckdb.connect(self.path, read_only=read_only, config=config)
+            except duckdb.IOException as exc:
+                # a read-only filesystem or a file the user may not write: reading still works
+                if read_only or not Path(self.path).is_file() or not _unwritable(str(exc)):
+                    raise
+                self.con = duckdb.connect(self.path, read_only=True, config=config)
+                read_only = True
+                self.read_only_reason = str(exc).splitlines()[0][:200]
         except duckdb.IOException as exc:
             text = str(exc)
             if "lock" in text.lower():
@@ -127,7 +168,12 @@ class Database:
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """BEGIN … COMMIT under the lock; ROLLBACK when the body raises."""
         if self.read_only:
-            raise StoreError("the store is open read-only")
+            raise StoreError(
+                "the store is open read-only" + (f" ({self.read_only_reason})" if self.read_only_reason else ""),
+                hint="reading, recall and export work; to write, make the file and its folder writable"
+                if self.read_only_reason
+                else "",
+            )
         with self.lock:
             self.con.execute("BEGIN TRANSACTION")
             try:

@@ -92,3 +92,28 @@ def test_id_pattern_must_be_a_regular_expression() -> None:
     data["entities"]["Booking"]["resolution"]["id_pattern"] = "BK-(\\d+"
     with pytest.raises(SchemaError, match="id_pattern"):
         parse_schema(data)
+
+
+def test_schema_import_refuses_deep_nesting_and_a_failing_module_with_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    from appliance.domain.importers import import_schema
+    from appliance.errors import SchemaError
+
+    deep = tmp_path / "deep.json"
+    inner = '{"type": "string"}'
+    for _ in range(3000):
+        inner = '{"anyOf": [' + inner + "]}"
+    deep.write_text('{"title": "T", "type": "object", "properties": {"x": ' + inner + "}}")
+    with pytest.raises(SchemaError, match="nested too deeply"):
+        import_schema(deep)
+    broken = tmp_path / "broken_models.py"
+    broken.write_text("raise RuntimeError('boom at import')\n")
+    import sys
+
+    sys.path.insert(0, str(tmp_path))
+    try:
+        with pytest.raises(SchemaError, match="RuntimeError: boom at import"):
+            import_schema("broken_models:Invoice")
+    finally:
+        sys.path.remove(str(tmp_path))

@@ -238,10 +238,15 @@ def from_pydantic(spec: str) -> dict[str, Any]:
     if not module or not cls_name:
         raise SchemaError(f"{spec!r} is not module:Class", hint="e.g. myapp.models:Invoice")
     try:
+        # importing runs the module's code: the command line may do it (the user names their
+        # own module), no network edge ever does
         cls = getattr(importlib.import_module(module), cls_name)
         js = cls.model_json_schema()
-    except (ImportError, AttributeError) as exc:
-        raise SchemaError(f"cannot import {spec}: {exc}", hint="the module must be importable from here") from None
+    except Exception as exc:  # whatever the user's module raises on import is its problem to report
+        raise SchemaError(
+            f"cannot import {spec[:200]}: {type(exc).__name__}: {str(exc)[:300]}",
+            hint="the module must be importable from here and the class a pydantic model",
+        ) from None
     return from_json_schema(js, domain=cls_name)
 
 
@@ -269,12 +274,17 @@ def import_schema(
         raise SchemaError(f"cannot read {p}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise SchemaError(f"{p.name} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise SchemaError(f"{p.name} is nested too deeply to read") from None
     kind = detect_format(data) if fmt == "auto" else fmt
-    if kind == "sgd":
-        services = data if isinstance(data, list) else [data]
-        if service is not None:
-            services = [s for s in services if s.get("service_name") == service]
-            if not services:
-                raise SchemaError(f"no service {service!r} in {p.name}")
-        return [from_sgd(s, languages) for s in services]
-    return [from_json_schema(data)]
+    try:
+        if kind == "sgd":
+            services = data if isinstance(data, list) else [data]
+            if service is not None:
+                services = [s for s in services if s.get("service_name") == service]
+                if not services:
+                    raise SchemaError(f"no service {service!r} in {p.name}")
+            return [from_sgd(s, languages) for s in services]
+        return [from_json_schema(data)]
+    except RecursionError:  # anyOf inside anyOf … thousands deep
+        raise SchemaError(f"{p.name} is nested too deeply to import", hint="flatten the schema") from None

@@ -196,7 +196,8 @@ def schema_validate(file: str, as_json: bool) -> None:
     type=click.Choice(["auto", "sgd", "jsonschema", "pydantic"]),
     default="auto",
     show_default=True,
-    help="SGD service schema.json, a JSON Schema file, or a pydantic model given as module:Class.",
+    help="SGD service schema.json, a JSON Schema file, or a pydantic model given as module:Class "
+    "(which imports, and so runs, that module).",
 )
 @click.option("--service", default=None, help="Only this service of an SGD schema file.")
 @click.option("--language", "languages", multiple=True, help="Language pack(s) the schema speaks (en, zh).")

@@ -40,6 +40,7 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "CorruptStoreError",
+    "DiskFullError",
 ]
 
 
@@ -111,6 +112,10 @@ class StoreError(ApplianceError):
 
 class StoreLockedError(StoreError):
     default_hint = "another process is writing this database; stop it or use its HTTP API instead"
+
+
+class DiskFullError(StoreError):
+    default_hint = "free some space on the database's disk and send it again"
 
 
 class CorruptStoreError(StoreError):

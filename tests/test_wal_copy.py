@@ -83,3 +83,32 @@ def test_a_file_that_cannot_be_written_is_opened_for_reading(tmp_path: Path, mon
         app.recall("what arrived broken?", session_id="s")
         with pytest.raises(StoreError, match="(?i)read-only file system"):
             app.record("order 4568 arrived", session_id="s")
+
+
+def test_a_full_disk_is_named_and_a_failed_final_checkpoint_is_told(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import duckdb
+    import pytest
+
+    from appliance.errors import DiskFullError
+    from tests.conftest import make_record
+
+    store = MemoryStore(tmp_path / "m.duckdb")
+    store.write_many([make_record(source_text="kept before the disk filled")])
+
+    def full(*_: object, **__: object) -> None:
+        raise duckdb.TransactionException("TransactionContext Error: Failed to commit: No space left on device")
+
+    monkeypatch.setattr(store, "_write", full)
+    from appliance.domain.records import RecordWrite
+
+    with pytest.raises(DiskFullError, match="disk is full"):
+        store.write(RecordWrite(record=make_record(source_text="lost to a full disk")))
+
+    def no_room() -> None:
+        raise duckdb.IOException("IO Error: Could not write file: No space left on device")
+
+    monkeypatch.setattr(store.db, "checkpoint", no_room)
+    store.close()
+    assert "No space left" in store.db.checkpoint_failed
+    with MemoryStore(tmp_path / "m.duckdb") as again:  # the WAL was replayed: nothing lost
+        assert len(again.records.ids()) == 1

@@ -62,7 +62,14 @@ def serve_asgi(
             if marker is not None:
                 marker.unlink(missing_ok=True)
             app.close()  # checkpoint: the file alone holds everything acknowledged
-            say(f"appliance {kind} stopped; database closed")
+            failed = app.store.db.checkpoint_failed
+            if failed:  # e.g. a full disk: nothing is lost, but the file alone is not the whole
+                say(
+                    f"appliance {kind} stopped; the final checkpoint failed ({failed}): the memories it "
+                    f"could not fold are in {app.store.path}.wal — keep that file beside the database"
+                )
+            else:
+                say(f"appliance {kind} stopped; database closed")
 
     config = uvicorn.Config(
         asgi, host=host, port=port, log_level="warning", lifespan="auto", timeout_graceful_shutdown=60

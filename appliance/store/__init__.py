@@ -25,8 +25,8 @@ import duckdb
 
 from ..domain.records import MemoryRecord, RecallHit, RecallQuery, RecordWrite, Relationship
 from ..domain.schema import MemorySchema
-from ..errors import StoreError
-from .database import Database, first_row, now, session_clause
+from ..errors import DiskFullError, StoreError
+from .database import Database, first_row, now, out_of_space, session_clause
 from .days import DaysRepo
 from .entities import EntitiesRepo, Values, merge_values
 from .lexical import LexicalRepo
@@ -75,7 +75,9 @@ class MemoryStore:
                 with self.db.transaction() as con:
                     self._write(con, plan, request_id)
                 return record
-            except duckdb.TransactionException:
+            except duckdb.TransactionException as exc:
+                if out_of_space(str(exc)):  # no retry helps: say what is wrong
+                    raise DiskFullError("the disk is full: the record was not stored") from None
                 if attempt == MAX_ATTEMPTS - 1:
                     raise StoreError("could not commit the record after retries (write conflict)") from None
         return record

@@ -30,7 +30,16 @@ import duckdb
 from ..errors import CorruptStoreError, StoreError, StoreLockedError
 from .migrations import DB_VERSION, MIGRATIONS
 
-__all__ = ["Database", "keep_wal_copy", "now", "session_clause", "grown_since_rewrite", "first_row", "DB_VERSION"]
+__all__ = [
+    "Database",
+    "keep_wal_copy",
+    "out_of_space",
+    "now",
+    "session_clause",
+    "grown_since_rewrite",
+    "first_row",
+    "DB_VERSION",
+]
 
 
 def now() -> datetime:
@@ -62,6 +71,12 @@ def first_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
 
 
 WAL_COPIES_KEPT = 3
+
+
+def out_of_space(error: str) -> bool:
+    """Whether a DuckDB error is the disk being full."""
+    low = error.lower()
+    return "no space left" in low or "disk is full" in low or "disk full" in low
 
 
 def _unwritable(error: str) -> bool:
@@ -107,6 +122,7 @@ class Database:
         config: dict[str, str | bool | int | float | list[str]] = {"autoinstall_known_extensions": False}
         self.wal_copy = keep_wal_copy(Path(self.path)) if self.path != ":memory:" and not read_only else None
         self.read_only_reason = ""
+        self.checkpoint_failed = ""
         try:
             try:
                 self.con = duckdb.connect(self.path, read_only=read_only, config=config)
@@ -245,12 +261,15 @@ class Database:
                 con.execute("DETACH appliance_restore")
 
     def close(self) -> None:
+        """Checkpoint and close. A checkpoint that fails (a full disk) loses nothing — the
+        committed records stay in the WAL beside the file and are replayed on the next open —
+        but the file alone no longer holds them: ``checkpoint_failed`` says so."""
         with self.lock:
             if self.closed:
                 return
             try:
                 self.checkpoint()
-            except duckdb.Error:
-                pass  # closing still folds what it can; never lose the close itself
+            except duckdb.Error as exc:  # closing still closes; the WAL keeps what the file lacks
+                self.checkpoint_failed = str(exc).splitlines()[0][:200]
             self.con.close()
             self.closed = True

@@ -14,6 +14,7 @@ from starlette.exceptions import HTTPException
 from ...errors import (
     AccessDenied,
     ApplianceError,
+    DiskFullError,
     ModelError,
     NotFoundError,
     StaleUpdateError,
@@ -35,6 +36,7 @@ def status_of(exc: ApplianceError) -> int:
         (StaleUpdateError, 409),
         (UserError, 400),
         (ModelError, 503),
+        (DiskFullError, 507),
         (StoreLockedError, 503),
     ):
         if isinstance(exc, kind):

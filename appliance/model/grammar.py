@@ -49,7 +49,7 @@ GrammarKind = Literal["record", "query"]
 OUTLINES_CORE_VERSION = version("outlines_core")
 # Bump when the JSON Schemas generated below change shape: cached files of an older
 # format are pruned, as they are after an outlines_core upgrade.
-GRAMMAR_FORMAT = 3
+GRAMMAR_FORMAT = 4
 
 
 def regex_for(json_schema: dict[str, Any]) -> str:
@@ -57,9 +57,16 @@ def regex_for(json_schema: dict[str, Any]) -> str:
     from outlines_core.json_schema import build_regex_from_schema
 
     try:
-        return str(build_regex_from_schema(json.dumps(json_schema), ""))
+        regex = str(build_regex_from_schema(json.dumps(json_schema), ""))
     except Exception as exc:  # outlines_core raises bare ValueError/RuntimeError
         raise GrammarError(f"cannot compile JSON Schema to a regex: {exc}") from None
+    # a JSON number of unbounded digits or exponent is no finite double ("9"*400, 1e400 read as
+    # infinity), which validation refuses: the grammar admits only numbers that are finite
+    return regex.replace(_EXPONENT, r"([eE][+-][0-9]{1,2})?").replace(_INTEGER, r"(0|[1-9][0-9]{0,29})")
+
+
+_EXPONENT = r"([eE][+-][0-9]+)?"
+_INTEGER = r"(0|[1-9][0-9]*)"
 
 
 @dataclass

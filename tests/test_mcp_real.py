@@ -112,3 +112,48 @@ def test_mcp_over_streamable_http_behind_the_guard(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=60)
+
+
+def test_a_call_in_flight_when_the_server_is_stopped_gets_its_reply(tmp_path: Path) -> None:
+    import signal
+
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "appliance", "--db", str(tmp_path / "m.duckdb"), "--create", "mcp", "--http"]
+        + ["--port", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(tmp_path / "home"),
+    )
+    replies: list[Any] = []
+    try:
+        assert proc.stderr is not None
+        deadline = time.time() + 180
+        while time.time() < deadline and "ready on" not in proc.stderr.readline():
+            assert proc.poll() is None, proc.stderr.read()
+
+        async def main() -> None:
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                await session.list_tools()  # the client checks results against the tools' schemas
+                async with anyio.create_task_group() as tg:
+
+                    async def call() -> None:
+                        long = "Order 31337 arrived broken and the box was wet. " * 20
+                        replies.append(await session.call_tool("record", {"text": long, "session_id": "s"}))
+
+                    tg.start_soon(call)
+                    await anyio.sleep(0.3)  # the call is in flight
+                    proc.send_signal(signal.SIGTERM)
+
+        anyio.run(main)
+    finally:
+        proc.wait(timeout=120)
+    assert replies and not replies[0].is_error
+    assert json.loads(replies[0].content[0].text)["memory_id"]

@@ -169,7 +169,9 @@ def serve_mcp_http(app: Appliance, host: str = "127.0.0.1", port: int = 8766) ->
     require_key_beyond_loopback(host, not policy.open, "set APPLIANCE_TOKEN or bind 127.0.0.1")
     app.warm_up()
     server = build_mcp(app)
-    asgi = _KeyCheck(server.streamable_http_app(host=host), policy)
+    # replies as JSON in the POST's own response, not over an SSE stream: a stop (SIGTERM) waits
+    # for in-flight requests, and a reply streamed from the session's task was cut off with it
+    asgi = _KeyCheck(server.streamable_http_app(host=host, json_response=True), policy)
     serve_asgi(guarded(asgi, app, host), app, host, port, "mcp")
 
 

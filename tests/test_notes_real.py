@@ -101,3 +101,10 @@ def test_recall_finds_a_note_by_meaning(plants) -> None:  # type: ignore[no-unty
     app, records = plants
     res = app.recall("Which of my plants is struggling?", session_id="me", now=START + timedelta(days=1))
     assert records[1].memory_id in [m.memory.memory_id for m in res.memories[:3]], res.context
+
+
+def test_a_plants_name_is_its_key_and_a_later_note_updates_it(plants) -> None:  # type: ignore[no-untyped-def]
+    app, records = plants
+    assert [records[i].entity_id for i in (0, 1, 3)] == ["Fernando", "Fernando", "Olive"]
+    fernando = app.get_entity("me", "Plant", "Fernando")
+    assert fernando is not None and fernando.version >= 2  # the second note updated the first's plant

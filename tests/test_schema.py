@@ -117,3 +117,22 @@ def test_schema_import_refuses_deep_nesting_and_a_failing_module_with_a_clear_er
             import_schema("broken_models:Invoice")
     finally:
         sys.path.remove(str(tmp_path))
+
+
+def test_schema_validate_lists_every_problem_not_only_the_first() -> None:
+    from appliance.domain.loading import schema_problems
+
+    raw = {
+        "domain": "bad",
+        "schema_version": "1",
+        "entities": {
+            "Thing": {"attributes": ["a:number", "b:enum", "c:flarp"]},
+            "Fine": {"attributes": ["name"]},
+            "Other": {"attributes": ["x:wat"]},
+        },
+        "event_types": [{"name": "seen", "entity": "Fine"}],
+        "languages": ["en"],
+    }
+    problems = schema_problems(raw)
+    assert len(problems) == 3, problems  # two attributes of Thing and one of Other
+    assert [p.split(":")[0] for p in problems] == ["entities.Thing.attributes"] * 2 + ["entities.Other.attributes"]

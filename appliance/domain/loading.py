@@ -75,10 +75,14 @@ def _entity(name: str, body: Any) -> dict[str, Any]:
         raise ValueError(f"entities.{name}.attributes: must be a non-empty list")
     if len(attrs_raw) > MAX_ATTRIBUTES:
         raise ValueError(f"entities.{name}.attributes: {len(attrs_raw)} attributes, at most {MAX_ATTRIBUTES}")
-    try:
-        attrs = [parse_attribute(a) for a in attrs_raw]
-    except (ValueError, ValidationError) as exc:
-        raise ValueError(f"entities.{name}.attributes: {_first_line(exc)}") from None
+    attrs, wrong = [], []
+    for a in attrs_raw:  # every attribute's problem, not only the first
+        try:
+            attrs.append(parse_attribute(a))
+        except (ValueError, ValidationError) as exc:
+            wrong.append(f"entities.{name}.attributes: {_first_line(exc)}")
+    if wrong:
+        raise ValueError("\n".join(wrong))
     no_duplicates([a.name for a in attrs], f"attribute in entities.{name}")
     states = body.get("states", [])
     if not _short_strings(states, 64):
@@ -120,8 +124,10 @@ def _entity(name: str, body: Any) -> dict[str, Any]:
     }
 
 
-def _normalise(raw: Any) -> dict[str, Any]:
-    """Turn the file form (dict of entities, shorthand attributes) into model input."""
+def _normalise(raw: Any, problems: list[str] | None = None) -> dict[str, Any]:
+    """Turn the file form (dict of entities, shorthand attributes) into model input. With
+    ``problems``, an entity type's problems are added to it and that entity left out, so that the
+    others are still checked; without, the first problem raises."""
     if not isinstance(raw, dict):
         raise ValueError(f"a schema must be a JSON object, not {type(raw).__name__}")
     data = dict(raw)
@@ -129,7 +135,14 @@ def _normalise(raw: Any) -> dict[str, Any]:
     if isinstance(ents, dict):
         if len(ents) > MAX_ENTITIES:
             raise ValueError(f"entities: {len(ents)} entity types, at most {MAX_ENTITIES}")
-        data["entities"] = [_entity(name, body) for name, body in ents.items()]
+        data["entities"] = []
+        for name, body in ents.items():
+            try:
+                data["entities"].append(_entity(name, body))
+            except ValueError as exc:
+                if problems is None:
+                    raise
+                problems.extend(str(exc).splitlines())
     evs = data.get("event_types")
     if isinstance(evs, list):
         data["event_types"] = [{"name": e} if isinstance(e, str) else e for e in evs]
@@ -156,20 +169,24 @@ def _first_line(exc: Exception) -> str:
 
 def schema_problems(raw: Any) -> list[str]:
     """Every problem found in a raw schema, each naming its field; empty when valid."""
+    problems: list[str] = []
     try:
-        data = _normalise(raw)
+        data = _normalise(raw, problems)
     except ValueError as exc:
-        return [str(exc)]
+        return [*problems, *str(exc).splitlines()]
+    left_out = [
+        str(n) for n in (raw.get("entities") or {}) if str(n) not in {e["name"] for e in data.get("entities", [])}
+    ]
     try:
         MemorySchema.model_validate(data)
     except ValidationError as exc:
-        problems = []
         for err in exc.errors():
             loc = ".".join(str(p) for p in err["loc"])
             msg = err["msg"].removeprefix("Value error, ")
+            if left_out and (loc == "entities" or any(repr(n) in msg or f" {n} " in f" {msg} " for n in left_out)):
+                continue  # a consequence of an entity type already reported and left out
             problems.append(f"{loc}: {msg}" if loc else msg)
-        return problems
-    return []
+    return problems
 
 
 def parse_schema(raw: Any) -> MemorySchema:

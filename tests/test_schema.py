@@ -136,3 +136,23 @@ def test_schema_validate_lists_every_problem_not_only_the_first() -> None:
     problems = schema_problems(raw)
     assert len(problems) == 3, problems  # two attributes of Thing and one of Other
     assert [p.split(":")[0] for p in problems] == ["entities.Thing.attributes"] * 2 + ["entities.Other.attributes"]
+
+
+def test_a_pydantic_import_keeps_enums_takes_a_key_and_needs_no_pythonpath(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from appliance.domain.importers import import_schema
+    from appliance.domain.loading import parse_schema
+
+    (tmp_path / "invoice_models.py").write_text(
+        "from enum import Enum\n"
+        "from pydantic import BaseModel, Field\n"
+        "class Status(str, Enum):\n    open = 'open'\n    paid = 'paid'\n"
+        "class Invoice(BaseModel):\n"
+        "    number: str = Field(description='the invoice number')\n"
+        "    amount: float\n"
+        "    status: Status = Status.open\n"
+    )
+    monkeypatch.chdir(tmp_path)  # as a user runs it from their project, without PYTHONPATH
+    [data] = import_schema("invoice_models:Invoice")
+    ent = parse_schema(data).entity("Invoice")
+    assert ent.attribute("status") is not None and ent.attribute("status").enum_values == ("open", "paid")  # type: ignore[union-attr]
+    assert ent.key == ("number",)

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -146,13 +148,26 @@ def from_sgd(service: dict[str, Any], languages: tuple[str, ...] = ()) -> dict[s
 
 
 # --- JSON Schema / pydantic ----------------------------------------------------------------------
-def _json_attr(name: str, prop: dict[str, Any]) -> dict[str, Any] | None:
+def _resolved(prop: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """``prop`` with a ``$ref`` to a non-object definition (a pydantic Enum: ``{"$ref":
+    "#/$defs/Status"}``, or ``allOf: [{"$ref": …}]`` when it has a default) merged in."""
+    ref = prop.get("$ref")
+    if ref is None and isinstance(prop.get("allOf"), list) and len(prop["allOf"]) == 1:
+        ref = prop["allOf"][0].get("$ref") if isinstance(prop["allOf"][0], dict) else None
+    target = defs.get(str(ref).rsplit("/", 1)[-1]) if isinstance(ref, str) else None
+    if not isinstance(target, dict) or target.get("type") == "object" or "properties" in target:
+        return prop
+    return {**target, **{k: v for k, v in prop.items() if k not in ("$ref", "allOf")}}
+
+
+def _json_attr(name: str, prop: dict[str, Any], defs: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    prop = _resolved(prop, defs or {})
     desc = _text(prop.get("description") or prop.get("title"))
     if "anyOf" in prop:  # Optional[X] in pydantic: the non-null branch
         branches = [b for b in prop["anyOf"] if b.get("type") != "null"]
         if len(branches) == 1:
-            merged = {**branches[0], **{k: v for k, v in prop.items() if k != "anyOf"}}
-            return _json_attr(name, merged)
+            merged = {**_resolved(branches[0], defs or {}), **{k: v for k, v in prop.items() if k != "anyOf"}}
+            return _json_attr(name, merged, defs)
     attr: dict[str, Any] = {"name": _name(name, "field"), "description": desc}
     t = prop.get("type")
     fmt = prop.get("format", "")
@@ -203,7 +218,8 @@ def from_json_schema(js: dict[str, Any], domain: str | None = None) -> dict[str,
     entities: dict[str, Any] = {}
     events = []
     for ent, obj in objects.items():
-        attrs = [a for n, p in (obj.get("properties") or {}).items() if isinstance(p, dict) and (a := _json_attr(n, p))]
+        props = obj.get("properties") or {}
+        attrs = [a for n, p in props.items() if isinstance(p, dict) and (a := _json_attr(n, p, defs))]
         if not attrs:
             continue
         names = [a["name"] for a in attrs]
@@ -212,6 +228,11 @@ def from_json_schema(js: dict[str, Any], domain: str | None = None) -> dict[str,
             "attributes": attrs,
             "id_attribute": "id" if "id" in names else None,
         }
+        # without an id, the first required text field is what the thing is known by
+        required = {_name(str(n), "field") for n in obj.get("required", []) if isinstance(n, str)}
+        known_by = next((a["name"] for a in attrs if a["name"] in required and a["kind"] == "string"), None)
+        if "id" not in names and known_by is not None:
+            entities[ent]["key"] = [known_by]
         events.append(
             {
                 "name": _name(f"{ent}_noted", "event"),
@@ -240,6 +261,8 @@ def from_pydantic(spec: str) -> dict[str, Any]:
     try:
         # importing runs the module's code: the command line may do it (the user names their
         # own module), no network edge ever does
+        if os.getcwd() not in sys.path:  # "myapp.models" of the project the user runs it in
+            sys.path.insert(0, os.getcwd())
         cls = getattr(importlib.import_module(module), cls_name)
         js = cls.model_json_schema()
     except Exception as exc:  # whatever the user's module raises on import is its problem to report

@@ -212,3 +212,12 @@ def test_record_refuses_a_bad_time(tmp_path, monkeypatch) -> None:  # type: igno
     monkeypatch.setenv("APPLIANCE_HOME", str(tmp_path))
     res = CliRunner().invoke(main, ["--db", str(tmp_path / "m.duckdb"), "record", "hello", "--at", "yesterday-ish"])
     assert res.exit_code != 0 and "ISO 8601" in res.output
+
+
+def test_json_errors_are_json_with_a_code_and_a_hint(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    res = CliRunner().invoke(main, ["--db", str(tmp_path / "none.duckdb"), "recall", "anything?", "--json"])
+    assert res.exit_code == 1
+    err = json.loads(res.output)
+    assert err["code"] == "store" and "no database" in err["error"] and "--create" in err["hint"]
+    plain = CliRunner().invoke(main, ["--db", str(tmp_path / "none.duckdb"), "recall", "anything?"])
+    assert plain.exit_code == 1 and plain.output.startswith("Error: no database")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -23,12 +24,21 @@ DEMO_MESSAGES: list[str] = _DEMO["messages"]
 DEMO_QUESTIONS: list[str] = _DEMO["questions"]
 
 
+def error_code(exc: ApplianceError) -> str:
+    """A stable name of the kind of error ("input", "not_found", "store_locked")."""
+    name = type(exc).__name__.removesuffix("Error") or "appliance"
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
 def _friendly(fn: F) -> F:
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except ApplianceError as exc:
+            if kwargs.get("as_json"):  # a script reading --json output reads errors the same way
+                click.echo(json.dumps({"error": exc.message, "hint": exc.hint, "code": error_code(exc)}))
+                raise SystemExit(1) from None
             raise click.ClickException(f"{exc.message}\n  hint: {exc.hint}" if exc.hint else exc.message) from None
 
     return wrapper  # type: ignore[return-value]

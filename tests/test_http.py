@@ -97,3 +97,13 @@ def test_the_http_contract_holds_for_hostile_requests(app: Appliance) -> None:
     assert c.get("/health", headers={"Authorization": "bearer s3cret-s3cret-s3cret"}).status_code == 200
     huge = c.request("GET", "/health", content=b"x" * (app.settings.max_body_bytes + 1), headers=key)
     assert huge.status_code == 413
+
+
+def test_the_openapi_documents_every_operation_its_errors_and_the_bearer_scheme(app: Appliance) -> None:
+    spec = client(app).get("/openapi.json").json()
+    ops = [op for methods in spec["paths"].values() for op in methods.values()]
+    assert len(ops) >= 17
+    assert all(op.get("description") for op in ops)  # every operation says what it does
+    assert not any("422" in op["responses"] for op in ops)  # validation problems are 400s
+    assert all({"400", "401", "403"} <= op["responses"].keys() for op in ops)
+    assert spec["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"

@@ -5,6 +5,7 @@ says whose fault it is. Messages name the field and the problem, never echo the 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -23,7 +24,7 @@ from ...errors import (
     UserError,
 )
 
-__all__ = ["install_error_contract", "status_of"]
+__all__ = ["install_error_contract", "status_of", "documented"]
 
 log = logging.getLogger("appliance.http")
 
@@ -79,3 +80,37 @@ def install_error_contract(api: FastAPI) -> None:
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error")  # the trace goes to the server log, not the caller
         return _json(500, "internal error", "the server log has the details; nothing was half-written")
+
+
+# the statuses every operation may answer, as the error contract sends them (not FastAPI's 422)
+_ERRORS = {
+    "400": "bad input: the message names the field and the problem",
+    "401": "no key, or a wrong one",
+    "403": "the key may not do this (another session, or not an admin)",
+    "404": "not stored (or another session's)",
+    "413": "request body over the limit",
+    "503": "model or database busy / unavailable",
+    "507": "the disk is full: nothing was stored",
+}
+
+
+def documented(spec: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAPI as the API answers: every operation's error statuses with the
+    ``{"error", "hint"}`` body, no 422 (validation problems are 400), and the bearer scheme."""
+    schemas = spec.setdefault("components", {}).setdefault("schemas", {})
+    schemas["Error"] = {
+        "type": "object",
+        "properties": {"error": {"type": "string"}, "hint": {"type": "string"}},
+        "required": ["error", "hint"],
+    }
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
+    body = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    for ops in spec.get("paths", {}).values():
+        for op in ops.values():
+            responses = op.setdefault("responses", {})
+            responses.pop("422", None)
+            for status, why in _ERRORS.items():
+                responses.setdefault(status, {"description": why, "content": body})
+            op.setdefault("security", [{"HTTPBearer": []}])
+    return spec

@@ -9,8 +9,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from fastapi import Depends, FastAPI, Header
+from fastapi import Depends, FastAPI
 from fastapi.responses import FileResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field
 from starlette.background import BackgroundTask
 
@@ -20,6 +21,7 @@ from ...domain.loading import schema_problems
 from ...domain.records import MemoryRecord, RecallQuery, RecallResult
 from ...errors import NotFoundError
 from ..access import AccessPolicy, Grant
+from .contract import documented
 
 __all__ = ["add_routes"]
 
@@ -64,9 +66,13 @@ class EditIn(BaseModel):
     changes: dict[str, Any] = Field(description="fields to change: attributes, state, entity_id, status, …")
 
 
+# declares the bearer scheme in the OpenAPI; a missing or other scheme is the policy's to refuse
+BEARER = HTTPBearer(auto_error=False, description="an API key (APPLIANCE_TOKEN or APPLIANCE_KEYS_FILE)")
+
+
 def add_routes(api: FastAPI, app: Appliance, policy: AccessPolicy) -> None:
-    def grant(authorization: str | None = Header(default=None)) -> Grant:
-        return policy.grant_for(authorization)
+    def grant(credentials: HTTPAuthorizationCredentials | None = Depends(BEARER)) -> Grant:
+        return policy.grant_for(f"Bearer {credentials.credentials}" if credentials is not None else None)
 
     def owned(memory_id: str, who: Grant) -> MemoryRecord:
         rec = app.get_record(memory_id)
@@ -76,15 +82,17 @@ def add_routes(api: FastAPI, app: Appliance, policy: AccessPolicy) -> None:
 
     @api.get("/health")
     def health(who: Grant = Depends(grant)) -> dict[str, Any]:
+        """Liveness; for an admin key also the schema, database, row counts and model."""
         status = app.status()
         return {"ok": True, **(status if who.admin else {"schema": status["schema"]})}
 
     @api.get("/openapi.json", include_in_schema=False)
     def openapi(_: Grant = Depends(grant)) -> dict[str, Any]:
-        return api.openapi()
+        return documented(api.openapi())
 
     @api.post("/record")
     def record(body: RecordIn, who: Grant = Depends(grant)) -> MemoryRecord:
+        """Store what was said as a typed memory record; `request_id` makes a retry return the stored record."""
         session = who.check_session(body.session_id)
         return app.record(
             body.text,
@@ -96,6 +104,7 @@ def add_routes(api: FastAPI, app: Appliance, policy: AccessPolicy) -> None:
 
     @api.post("/recall")
     def recall(body: RecallIn, who: Grant = Depends(grant)) -> RecallResult:
+        """Answer a question from the session's memory: fused structured, lexical and semantic channels, or "not found"."""
         return app.recall(
             body.question,
             session_id=who.check_session(body.session_id),
@@ -106,6 +115,7 @@ def add_routes(api: FastAPI, app: Appliance, policy: AccessPolicy) -> None:
 
     @api.post("/query")
     def query(body: QueryIn, who: Grant = Depends(grant)) -> RecallResult:
+        """Run a structured RecallQuery directly (filters, hops), as parameterised SQL."""
         return app.query(body.query, session_id=who.check_session(body.session_id), across_sessions=who.admin)
 
     @api.get("/memories")
@@ -116,15 +126,18 @@ def add_routes(api: FastAPI, app: Appliance, policy: AccessPolicy) -> None:
         offset: int = 0,
         who: Grant = Depends(grant),
     ) -> list[MemoryRecord]:
+        """List memories of a session (all sessions: admin only), newest first, with an optional text search."""
         scope = who.scope(session_id, "listing memories")
         return app.list_records(session=scope, search=search, limit=min(max(limit, 1), 500), offset=max(offset, 0))
 
     @api.get("/memories/{memory_id}")
     def get_memory(memory_id: str, who: Grant = Depends(grant)) -> MemoryRecord:
+        """One memory record by id (another session's is 404)."""
         return owned(memory_id, who)
 
     @api.patch("/memories/{memory_id}")
     def edit_memory(memory_id: str, body: EditIn, who: Grant = Depends(grant)) -> MemoryRecord:
+        """Edit a record; the result is validated against its schema and marked reviewed."""
         owned(memory_id, who)
         if "session_id" in body.changes:
             who.check_session(str(body.changes["session_id"]))
@@ -132,21 +145,25 @@ def add_routes(api: FastAPI, app: Appliance, policy: AccessPolicy) -> None:
 
     @api.delete("/memories/{memory_id}")
     def delete_memory(memory_id: str, who: Grant = Depends(grant)) -> dict[str, Any]:
+        """Delete a memory record."""
         rec = owned(memory_id, who)
         app.delete_record(rec.memory_id)
         return {"deleted": rec.memory_id, "session_id": rec.session_id}
 
     @api.get("/entities")
     def entities(session_id: str | None = None, limit: int = 200, who: Grant = Depends(grant)) -> list[dict[str, Any]]:
+        """The entities of a session (all sessions: admin only), with state and attributes."""
         scope = who.scope(session_id, "listing entities")
         return [e.model_dump(mode="json") for e in app.list_entities(session=scope, limit=min(max(limit, 1), 1000))]
 
     @api.get("/merges")
     def merges(session_id: str | None = None, who: Grant = Depends(grant)) -> list[dict[str, Any]]:
+        """Every entity merge and correction, with the rule that made it."""
         return app.list_merges(who.scope(session_id, "listing merges"))
 
     @api.get("/schema")
     def schema(_: Grant = Depends(grant)) -> dict[str, Any]:
+        """The running schema and the loaded ones."""
         return {
             "schema_id": app.schema.schema_id,
             "schema": app.schema.to_json_dict(),
@@ -155,21 +172,25 @@ def add_routes(api: FastAPI, app: Appliance, policy: AccessPolicy) -> None:
 
     @api.post("/schema/validate")
     def validate(raw: dict[str, Any], _: Grant = Depends(grant)) -> dict[str, Any]:
+        """Check a schema: every problem, each naming its field."""
         problems = schema_problems(raw)
         return {"valid": not problems, "problems": problems}
 
     @api.post("/compact")
     def compact(body: CompactIn, who: Grant = Depends(grant)) -> list[dict[str, Any]]:
+        """Compact busy entities into summary records (dry run first)."""
         scope = who.scope(body.session_id, "compacting")
         return app.compact(body.entity_type, body.min_records, scope, dry_run=body.dry_run)
 
     @api.post("/forget")
     def forget(body: ForgetIn, who: Grant = Depends(grant)) -> list[dict[str, Any]]:
+        """Apply the schema's retention policies (a dry run unless `apply`)."""
         scope = who.scope(body.session_id, "forgetting")
         return [d.__dict__ for d in app.forget(dry_run=not body.apply, session_id=scope)]
 
     @api.post("/sessions/{session_id}/end")
     def end_session(session_id: str, dry_run: bool = False, who: Grant = Depends(grant)) -> list[dict[str, Any]]:
+        """End a session: applies the forget_on_session_end policies."""
         return [d.__dict__ for d in app.end_session(who.check_session(session_id), dry_run=dry_run)]
 
     @api.get("/backup")

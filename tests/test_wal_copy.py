@@ -112,3 +112,32 @@ def test_a_full_disk_is_named_and_a_failed_final_checkpoint_is_told(tmp_path: Pa
     assert "No space left" in store.db.checkpoint_failed
     with MemoryStore(tmp_path / "m.duckdb") as again:  # the WAL was replayed: nothing lost
         assert len(again.records.ids()) == 1
+
+
+def test_a_live_writers_log_is_not_copied(tmp_path: Path) -> None:
+    import pytest
+
+    from appliance.errors import StoreLockedError
+
+    db = tmp_path / "m.duckdb"
+    root = str(Path(__file__).resolve().parents[1])
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            WRITER.format(root=root, db=str(db)).replace("os._exit(0)", "import time; time.sleep(60)"),
+        ],
+        cwd=root,
+    )
+    try:
+        wal = db.with_name(db.name + ".wal")
+        for _ in range(300):  # until the writer has committed
+            if wal.exists() and wal.stat().st_size > 0:
+                break
+            subprocess.run(["sleep", "0.1"])
+        with pytest.raises(StoreLockedError):
+            MemoryStore(db)
+        assert list(tmp_path.glob("m.duckdb.wal.*.replayed")) == []  # nothing copied, nothing pruned
+    finally:
+        holder.kill()
+        holder.wait()

@@ -17,6 +17,7 @@ Why it is shaped this way:
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 from collections.abc import Iterator, Sequence
@@ -73,6 +74,23 @@ def first_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
 WAL_COPIES_KEPT = 3
 
 
+def _held_by_another(db: Path) -> bool:
+    """Whether another process holds DuckDB's write lock on ``db`` (a POSIX record lock):
+    its write-ahead log is live, not left by an unclean stop."""
+    try:
+        import fcntl
+    except ImportError:  # no POSIX locks here: DuckDB's own open decides
+        return False
+    fd = os.open(db, os.O_RDONLY)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # also releases the probe's shared lock
+    return False
+
+
 def out_of_space(error: str) -> bool:
     """Whether a DuckDB error is the disk being full."""
     low = error.lower()
@@ -92,8 +110,8 @@ def keep_wal_copy(db: Path) -> Path | None:
     the appliance says so when it opens (``Appliance.recovered``)."""
     wal = db.with_name(db.name + ".wal")
     try:
-        if not wal.is_file() or wal.stat().st_size == 0:
-            return None
+        if not wal.is_file() or wal.stat().st_size == 0 or _held_by_another(db):
+            return None  # a live writer's log is no leftover (and DuckDB will refuse the open)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
         copy = wal.with_name(f"{wal.name}.{stamp}.replayed")
         shutil.copy2(wal, copy)

@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langgraph.store.memory import InMemoryStore
 
 from appliance.edges.langchain_adapter import ApplianceChatHistory, ApplianceRetriever, ApplianceStore
@@ -72,3 +74,33 @@ def test_a_chat_history_needs_a_session_and_clears_only_its_own(fake_app: Any) -
     ApplianceChatHistory(fake_app, "user-4/memories").clear()
     assert len(fake_app.list_records(limit=100)) == before - 1
     assert fake_app.list_records(session="user-42/memories")
+
+
+LABEL = st.text(alphabet="ab4%_-", min_size=1, max_size=4)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    puts=st.lists(
+        st.tuples(st.lists(LABEL, min_size=1, max_size=3).map(tuple), st.text(alphabet="kxy1", min_size=1, max_size=3)),
+        min_size=1,
+        max_size=6,
+    ),
+    prefix=st.lists(LABEL, max_size=2).map(tuple),
+)
+def test_fuzzed_namespaces_and_keys_match_langgraphs_own_store(
+    fake_app: Any, puts: list[tuple[tuple[str, ...], str]], prefix: tuple[str, ...]
+) -> None:
+    ours, theirs = ApplianceStore(fake_app), InMemoryStore()
+    for s in fake_app.sessions():  # hypothesis reuses the fixture: start from an empty memory
+        for rec in fake_app.list_records(session=s, limit=1000):
+            fake_app.delete_record(rec.memory_id)
+    for i, (ns, key) in enumerate(puts):
+        value = {"text": f"order {70000 + i} was noted"}
+        ours.put(ns, key, value)
+        theirs.put(ns, key, value)
+    assert _seen(ours.search(prefix, limit=100)) == _seen(theirs.search(prefix, limit=100))
+    for ns, key in puts:
+        mine, ref = ours.get(ns, key), theirs.get(ns, key)
+        assert (mine is None) == (ref is None)
+        assert mine is None or ref is None or mine.value["text"] == ref.value["text"]

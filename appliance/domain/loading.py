@@ -174,9 +174,10 @@ def schema_problems(raw: Any) -> list[str]:
         data = _normalise(raw, problems)
     except ValueError as exc:
         return [*problems, *str(exc).splitlines()]
-    left_out = [
-        str(n) for n in (raw.get("entities") or {}) if str(n) not in {e["name"] for e in data.get("entities", [])}
-    ]
+    left_out: list[str] = []
+    if isinstance(raw.get("entities"), dict):  # raw is a dict here: _normalise refused anything else
+        kept = {e["name"] for e in data["entities"]}  # _normalise's own entity list
+        left_out = [str(n) for n in raw["entities"] if str(n) not in kept]
     try:
         MemorySchema.model_validate(data)
     except ValidationError as exc:

@@ -1,0 +1,18 @@
+"""The schema examples in docs/schema.md are schemas the loader accepts (the docs cannot drift)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from appliance.domain.loading import parse_schema
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "schema.md"
+
+
+def test_every_schema_example_in_the_docs_loads() -> None:
+    blocks = re.findall(r"```json\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) >= 2
+    domains = [parse_schema(json.loads(b)).domain for b in blocks]
+    assert domains == ["houseplants", "家电"]

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +111,17 @@ def real_engine(request, _shared_real_engine):  # type: ignore[no-untyped-def]
     """The shipped SmolLM2 model, loaded once per test session; only for tests marked real_model."""
     assert request.node.get_closest_marker("real_model"), f"{request.node.nodeid} must be marked real_model"
     return _shared_real_engine
+
+
+def notes_recorded(
+    engine: Any, home: Path, schema: dict[str, Any], notes: list[str], start: datetime, session: str
+) -> tuple[Any, list[MemoryRecord]]:
+    """An appliance over a fresh database of ``schema`` (a file-form dict) with ``notes``
+    recorded in order in one session, an hour apart from ``start``; and the records."""
+    from appliance.api import Appliance
+    from appliance.domain.loading import parse_schema
+
+    settings = Settings.from_env({"APPLIANCE_HOME": str(home), "APPLIANCE_GRAMMARS": str(home / "g")})
+    app = Appliance(schema=parse_schema(schema), db=home / "notes.duckdb", model=engine, settings=settings)
+    records = [app.record(text, session_id=session, now=start + timedelta(hours=i)) for i, text in enumerate(notes)]
+    return app, records

@@ -58,6 +58,27 @@ def _env(home: Path) -> dict[str, str]:
     return {**os.environ, "APPLIANCE_HOME": str(home), "OMP_WAIT_POLICY": "PASSIVE"}
 
 
+def _serve_mcp_http(tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
+    """``appliance mcp --http`` on a free port of a fresh database, once it says it is ready;
+    its process and the MCP URL."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "appliance", "--db", str(tmp_path / "m.duckdb"), "--create", "mcp", "--http"]
+        + ["--port", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(tmp_path / "home"),
+    )
+    assert proc.stderr is not None
+    deadline = time.time() + 180
+    while time.time() < deadline and "ready on" not in proc.stderr.readline():
+        if proc.poll() is not None:
+            raise AssertionError(proc.stderr.read())
+    return proc, f"http://127.0.0.1:{port}/mcp"
+
+
 def test_mcp_over_stdio_with_the_real_client(tmp_path: Path) -> None:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -85,22 +106,8 @@ def test_mcp_over_streamable_http_behind_the_guard(tmp_path: Path) -> None:
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "appliance", "--db", str(tmp_path / "m.duckdb"), "--create", "mcp", "--http"]
-        + ["--port", str(port)],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(tmp_path / "home"),
-    )
+    proc, url = _serve_mcp_http(tmp_path)
     try:
-        assert proc.stderr is not None
-        deadline = time.time() + 180
-        while time.time() < deadline and "ready on" not in proc.stderr.readline():
-            assert proc.poll() is None, proc.stderr.read()
-        url = f"http://127.0.0.1:{port}/mcp"
         evil = httpx.post(url, headers={"Host": "attacker.example"}, json={})
         assert evil.status_code == 421
 
@@ -120,25 +127,11 @@ def test_a_call_in_flight_when_the_server_is_stopped_gets_its_reply(tmp_path: Pa
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "appliance", "--db", str(tmp_path / "m.duckdb"), "--create", "mcp", "--http"]
-        + ["--port", str(port)],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(tmp_path / "home"),
-    )
+    proc, url = _serve_mcp_http(tmp_path)
     replies: list[Any] = []
     try:
-        assert proc.stderr is not None
-        deadline = time.time() + 180
-        while time.time() < deadline and "ready on" not in proc.stderr.readline():
-            assert proc.poll() is None, proc.stderr.read()
 
         async def main() -> None:
-            url = f"http://127.0.0.1:{port}/mcp"
             async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1]) as session:
                 await session.initialize()
                 await session.list_tools()  # the client checks results against the tools' schemas

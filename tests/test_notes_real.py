@@ -9,9 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from appliance.api import Appliance
-from appliance.config import Settings
-from appliance.domain.loading import parse_schema
+from .conftest import notes_recorded
 
 pytestmark = pytest.mark.real_model
 
@@ -74,10 +72,7 @@ NOTES = [
 
 @pytest.fixture(scope="module")
 def plants(_shared_real_engine, tmp_path_factory):  # type: ignore[no-untyped-def]
-    home = tmp_path_factory.mktemp("plants")
-    settings = Settings.from_env({"APPLIANCE_HOME": str(home), "APPLIANCE_GRAMMARS": str(home / "g")})
-    app = Appliance(schema=parse_schema(PLANTS), db=home / "p.duckdb", model=_shared_real_engine, settings=settings)
-    records = [app.record(text, session_id="me", now=START + timedelta(hours=i)) for i, text in enumerate(NOTES)]
+    app, records = notes_recorded(_shared_real_engine, tmp_path_factory.mktemp("plants"), PLANTS, NOTES, START, "me")
     yield app, records
     app.close()
 

@@ -5,13 +5,11 @@ key, and a later note naming it updates the same entity."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
-from appliance.api import Appliance
-from appliance.config import Settings
-from appliance.domain.loading import parse_schema
+from .conftest import notes_recorded
 
 pytestmark = pytest.mark.real_model
 
@@ -69,9 +67,7 @@ NOTES = [
 @pytest.fixture(scope="module")
 def appliances(_shared_real_engine, tmp_path_factory):  # type: ignore[no-untyped-def]
     home = tmp_path_factory.mktemp("zh-notes")
-    settings = Settings.from_env({"APPLIANCE_HOME": str(home), "APPLIANCE_GRAMMARS": str(home / "g")})
-    app = Appliance(schema=parse_schema(APPLIANCES), db=home / "a.duckdb", model=_shared_real_engine, settings=settings)
-    records = [app.record(text, session_id="我", now=START + timedelta(hours=i)) for i, text in enumerate(NOTES)]
+    app, records = notes_recorded(_shared_real_engine, home, APPLIANCES, NOTES, START, "我")
     yield app, records
     app.close()
 

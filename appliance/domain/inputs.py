@@ -53,10 +53,15 @@ def clean_session(session_id: Any, what: str = "session_id") -> str:
 _MEMORY_ID = re.compile(r"[0-9a-f]{32}")
 
 
+def is_memory_id(text: str) -> bool:
+    """Whether ``text`` is exactly a memory id as the appliance makes them (32 lower-case hex digits)."""
+    return bool(_MEMORY_ID.fullmatch(text))
+
+
 def clean_memory_id(memory_id: Any) -> str:
     """A memory id as the appliance makes them (32 hex digits); anything else is refused
     before it reaches the store ("../../etc/passwd", SQL, control characters)."""
-    if not isinstance(memory_id, str) or not _MEMORY_ID.fullmatch(memory_id.strip().lower()):
+    if not isinstance(memory_id, str) or not is_memory_id(memory_id.strip().lower()):
         raise InputError(
             f"{str(memory_id)[:40]!r} is not a memory id", hint="memory ids are 32 hexadecimal digits, as returned"
         )

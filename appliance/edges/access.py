@@ -88,11 +88,7 @@ class AccessPolicy:
         scheme, _, credentials = (authorization or "").strip().partition(" ")
         if scheme.lower() != "bearer":  # the scheme is case-insensitive (RFC 9110)
             raise Unauthenticated("missing bearer token", hint="send the header Authorization: Bearer <token>")
-        given = credentials.strip().encode()
-        found = None
-        for token, grant in self.keys.items():  # every key compared: no timing hint of which matched
-            if hmac.compare_digest(given, token.encode()):
-                found = grant
+        found = self._grant_of(credentials.strip())
         if found is None:
             raise Unauthenticated("wrong bearer token", hint="check APPLIANCE_TOKEN or your key")
         return found
@@ -100,10 +96,17 @@ class AccessPolicy:
     def admin_login(self, username: str, password: str) -> bool:
         """A login form's check (the panel's, which shows every session): the password is an
         admin key's token, compared in constant time; the user name is not checked."""
-        given = password.encode()
-        found = False
-        for token, grant in self.keys.items():  # every key compared: no timing hint of which matched
-            found |= hmac.compare_digest(given, token.encode()) and grant.admin
+        found = self._grant_of(password)
+        return found is not None and found.admin
+
+    def _grant_of(self, token: str) -> Grant | None:
+        """The grant whose token is ``token``; every key compared in constant time, so the
+        time taken hints at no key."""
+        given = token.encode()
+        found = None
+        for key, grant in self.keys.items():
+            if hmac.compare_digest(given, key.encode()):
+                found = grant
         return found
 
 

@@ -54,8 +54,8 @@ def _trusted(marker: Path, pid: int, url: str, db_path: Path) -> bool:
     st = marker.stat()
     if st.st_uid != os.getuid() or st.st_mode & 0o022:
         return False
-    host = urllib.parse.urlsplit(url).hostname or ""
-    if urllib.parse.urlsplit(url).scheme != "http" or host not in LOOPBACK:
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme != "http" or (parts.hostname or "") not in LOOPBACK:
         return False
     proc = Path(f"/proc/{pid}")
     if not proc.is_dir():  # no /proc (macOS): the file's owner and mode are the check

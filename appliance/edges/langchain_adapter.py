@@ -20,7 +20,6 @@ Values need a ``text`` (or ``content``/``memory``) string: that is what the appl
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -43,7 +42,7 @@ from langgraph.store.base import (
 )
 
 from ..api import Appliance
-from ..domain.inputs import clean_session
+from ..domain.inputs import clean_session, is_memory_id
 from ..domain.records import MemoryRecord
 from ..errors import InputError
 
@@ -51,7 +50,6 @@ __all__ = ["ApplianceStore", "ApplianceRetriever", "ApplianceChatHistory", "sess
 
 TEXT_KEYS = ("text", "content", "memory")
 MAX_SEARCHED_SESSIONS = 20  # a search recalls once per session: its cost grows with them
-_MEMORY_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def session_of(namespace: tuple[str, ...]) -> str:
@@ -115,7 +113,7 @@ class ApplianceStore(BaseStore):
     def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
         session = session_of(namespace)
         rec = self.app.record_by_request(session, key)
-        if rec is None and _MEMORY_ID.fullmatch(key):  # a memory told through another edge: its id
+        if rec is None and is_memory_id(key):  # a memory told through another edge: its id
             rec = self.app.get_record(key)
             rec = rec if rec is not None and rec.session_id == session else None
         return self._item(namespace, key, rec) if rec is not None else None
@@ -216,7 +214,6 @@ class ApplianceChatHistory(BaseChatMessageHistory):
         said = [
             (r.timestamp, HumanMessage(content=r.source_text, id=r.memory_id))
             for r in self.app.list_records(session=self.session_id, limit=500)
-            if r.session_id == self.session_id
         ]
         return [m for _, m in sorted([*said, *self._replies], key=lambda p: p[0])]
 
@@ -229,6 +226,5 @@ class ApplianceChatHistory(BaseChatMessageHistory):
 
     def clear(self) -> None:
         for rec in self.app.list_records(session=self.session_id, limit=10_000):
-            if rec.session_id == self.session_id:
-                self.app.delete_record(rec.memory_id)
+            self.app.delete_record(rec.memory_id)
         self._replies.clear()

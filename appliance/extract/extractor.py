@@ -136,18 +136,23 @@ def assign(
     chosen: dict[str, Candidate] = {}
     used: list[tuple[int, int]] = []
     for _, name, c in pool:
-        if name in chosen or any(a < c.end and c.start < b for a, b in used):
+        if name in chosen or _overlaps(c, used):
             continue
         chosen[name] = c
         used.append((c.start, c.end))
     key_limit = scorer().key_threshold if key_threshold is None else key_threshold
     for name in sorted(keys - chosen.keys()):
-        free = (c for c in cands.get(name, []) if not any(a < c.end and c.start < b for a, b in used))
+        free = (c for c in cands.get(name, []) if not _overlaps(c, used))
         best = max(free, key=lambda c: c.score, default=None)
         if best is not None and best.score > key_limit:
             chosen[name] = best
             used.append((best.start, best.end))
     return chosen
+
+
+def _overlaps(c: Candidate, used: list[tuple[int, int]]) -> bool:
+    """Whether ``c``'s piece of text overlaps one already taken."""
+    return any(a < c.end and c.start < b for a, b in used)
 
 
 def _rivals(

@@ -425,7 +425,7 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
                 out.append(make(start, end, "text", surface, capital=bool(capital)))  # type: ignore[operator]
                 # a possessive with nothing owned after it is a place or a name ("at Tom's": Tom's
                 # home, "Denny's"): the owner is offered too
-                owner = next((x for x in possessive if surface.lower().endswith(x)), "")
-                if owner and len(surface) > len(owner) + 1:
-                    out.append(make(start, end - len(owner), "text", surface[: -len(owner)], capital=bool(capital)))  # type: ignore[operator]
+                cut = len(surface) - len(_unowned(surface.lower(), possessive))
+                if cut and len(surface) - cut > 1:
+                    out.append(make(start, end - cut, "text", surface[:-cut], capital=bool(capital)))  # type: ignore[operator]
     return out

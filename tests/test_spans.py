@@ -399,3 +399,67 @@ def test_a_verb_opening_the_sentence_opens_no_name() -> None:
     assert {"Azul", "Priya", "New York"} <= capital
     assert "Lent Azul" not in capital
     assert LANG.verb_form("Booked") and LANG.verb_form("lent") and not LANG.verb_form("Red")
+
+
+@pytest.mark.parametrize(
+    ("text", "offered"),
+    [
+        ("Bought Pegasus 41s, $130, for the long runs", "Pegasus 41s"),
+        ("Signed up for the Harbour 10K on July 12", "Harbour 10K"),
+    ],
+)
+def test_a_name_with_its_number_is_offered_whole(text: str, offered: str) -> None:
+    from appliance.extract.spans import find_spans
+
+    assert offered in {s.text for s in find_spans(LANG, text, NOW) if s.kind == "text" and s.capital}
+
+
+@pytest.mark.parametrize("text", ["Table at Nopa 7pm", "Paid Ana 50 dollars", "Lunch with Ana Friday 3"])
+def test_a_time_an_amount_or_a_date_is_no_part_of_a_name(text: str) -> None:
+    from appliance.extract.spans import find_spans
+
+    named = [s.text for s in find_spans(LANG, text, NOW) if s.kind == "text" and any(ch.isdigit() for ch in s.text)]
+    assert named == []
+
+
+@pytest.mark.parametrize(
+    ("span", "after", "verbal"),
+    [
+        ("keeping", "", True),
+        ("would've", " passed", True),
+        ("Lent Cascadia", " to Marcus", True),
+        ("Spirit Island", "", False),
+        ("酱油用完", "了", True),  # a piece before an aspect particle ends with its verb
+        ("北京", "到上海", False),  # a preposition follows nouns too
+        ("钢琴", "", False),
+    ],
+)
+def test_a_verb_phrase_is_told_from_a_name(span: str, after: str, verbal: bool) -> None:
+    assert LANG.verbal(span, after) is verbal
+
+
+def test_a_piece_of_a_longer_name_is_marked() -> None:
+    from appliance.domain.loading import parse_schema
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    games = {
+        "schema_version": "1.0",
+        "domain": "games",
+        "languages": ["en"],
+        "entities": {
+            "Game": {
+                "description": "a board game I own",
+                "key": ["title"],
+                "attributes": [{"name": "title", "kind": "string", "description": "the game's title"}],
+            }
+        },
+        "event_types": [
+            {"name": "game_note", "entity": "Game", "description": "about a game", "attributes": ["title"]}
+        ],
+    }
+    evidence = SchemaEvidence(parse_schema(games), None)
+    text = "We played Spirit Island last night"
+    cands = evidence.candidates("Game", text, find_spans(LANG, text, NOW), score=False)["title"]
+    inside = {c.surface: c.features["inside_name"] for c in cands}
+    assert inside["Spirit"] == 1.0 and inside["Island"] == 1.0 and inside["Spirit Island"] == 0.0

@@ -328,7 +328,14 @@ class Extractor:
         candidates: dict[str, dict[str, list[Candidate]]] = {}
         for ent in s.entities:
             cands = (
-                self.evidence.candidates(ent.name, text, spans, bank=hint.examples, known=hint.known.get(ent.name))
+                self.evidence.candidates(
+                    ent.name,
+                    text,
+                    spans,
+                    bank=hint.examples,
+                    known=hint.known.get(ent.name),
+                    known_other=frozenset().union(*(v for k, v in hint.known.items() if k != ent.name)),
+                )
                 if self.lexical
                 else {}
             )

@@ -423,6 +423,19 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
                     and not _addressed(text, start, end, said, greetings)
                 )
                 out.append(make(start, end, "text", surface, capital=bool(capital)))  # type: ignore[operator]
+                # a name with its number is a model or an edition ("Pegasus 41", "Harbour 10K"):
+                # offered with the number too, which alone is a typed value
+                numbered = re.match(r" (\d[\dA-Za-z]*)(?![\w.,:/\-]*\d)", text[end:]) if capital else None
+                numbered_end = end + numbered.end() if numbered else end
+                if (
+                    numbered
+                    and (j + 1 == n or run[j + 1].start >= numbered_end)
+                    # a number, not a time, date or amount ("Nopa 7pm")
+                    and not any(
+                        (x.kind != "number" or x.money) and _overlaps(end + 1, numbered_end, [x]) for x in typed
+                    )
+                ):
+                    out.append(make(start, numbered_end, "text", text[start:numbered_end], capital=True))  # type: ignore[operator]
                 # a possessive with nothing owned after it is a place or a name ("at Tom's": Tom's
                 # home, "Denny's"): the owner is offered too
                 cut = len(surface) - len(_unowned(surface.lower(), possessive))

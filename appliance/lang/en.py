@@ -405,6 +405,7 @@ LEXICON = Lexicon(
     ),
     derivation_suffixes=("ings", "ing", "ions", "ion", "ed", "ers", "er", "ors", "or"),
     irregular_forms=IRREGULAR_FORMS,
+    verb_endings=("ing", "n't", "'ve", "'re", "'ll", "'d"),
     doubled_before_suffix="bdgmnprt",
     possessive_suffixes=("'s", "’s"),
     name_titles=("mr", "mrs", "ms", "miss", "dr", "prof", "sir", "madam"),

@@ -176,6 +176,20 @@ class Language:
             return True
         return any(low.endswith(end) and len(low) - len(end) >= 3 for end in self.lex.past_suffixes)
 
+    def verbal(self, span: str, after: str) -> bool:
+        """Whether a candidate value reads as a verb phrase rather than the name of a thing: a
+        word of it has a verb's shape (``verb_form``, or an ending of the pack's
+        ``verb_endings``: "keeping", "would've"), or, in a CJK script, what follows it starts
+        with a word that follows only verbs ("酱油用完|了": the piece ends with its verb)."""
+        lx = self.lex
+        if lx.verb_particles and after.lstrip().startswith(lx.verb_particles):
+            return True
+        for word in span.replace("’", "'").split():
+            low = word.lower().strip(".,!?;:")
+            if self.verb_form(low) or any(low.endswith(end) and len(low) - len(end) >= 2 for end in lx.verb_endings):
+                return True
+        return False
+
     def capitalises_names(self, text: str) -> bool:
         """Whether the writer of ``text`` capitalises names: a transcript turn opens with its
         speaker's capitalised name ("Iris: …"), or a capitalised Latin word stands where no

@@ -119,6 +119,14 @@ class Lexicon:
     # irregular word forms → their base ("stole" → "steal", "bought" → "buy"): a memory saying
     # "she stole the cheese" is found by "What did she steal?" (lexical terms only)
     irregular_forms: dict[str, str] = field(default_factory=dict)
+    # endings of a verb's other forms and of contracted auxiliaries ("-ing", "n't", "'ve"): a
+    # candidate with such a word reads as a clause, not as the name of a thing ("keeping",
+    # "would've")
+    verb_endings: tuple[str, ...] = ()
+    # words that follow only a verb (aspect particles and result complements: 了, 过, 完): a CJK
+    # piece right before one ends with its verb ("酱油用完了", "红烧肉做了"); prepositions that
+    # also follow nouns (到, 在) are left out: "北京到上海" ends with no verb
+    verb_particles: tuple[str, ...] = ()
     doubled_before_suffix: str = ""  # letters doubled before such an ending ("starr-ing" → "star")
     possessive_suffixes: tuple[str, ...] = ()  # "'s": the word before one owns what follows ("dog's name")
     # a particle between an owner and what it owns that also ends relative clauses ("弟弟*的*女朋友",

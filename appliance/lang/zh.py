@@ -98,6 +98,7 @@ LEXICON = Lexicon(
     sentence_ends=("。", "！", "？", "!", "?"),
     clause_ends=("，", "；", "：", ",", ";"),
     past_markers=("了", "过", "昨天", "前天"),
+    verb_particles=("了", "过", "着", "完", "掉"),
     negations=("没有", "没", "未", "不"),
     negation_bridges=("已经", "已", "有", "要", "需要", "想", "再"),
     rule_out=("不是", "并非"),

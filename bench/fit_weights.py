@@ -147,12 +147,14 @@ class KnownKeys(dict[str, frozenset[str]]):
         return frozenset().union(*(v for k, v in self.items() if k != entity))
 
 
-def collect_notes(folder: Path, embedder: Any) -> list[dict[str, Any]]:
+def collect_notes(folder: Path, embedder: Any, negation_scope: int | None = None) -> list[dict[str, Any]]:
     """Rows of a notes set: each note's candidates for its gold entity type, its gold values
     typed (the key attribute also accepts the note's ``key_alts``)."""
     rows = []
     for _, schema, notes in load_notes(folder, None):
         evidence = SchemaEvidence(schema, embedder)
+        if negation_scope is not None:
+            evidence.negation_scope = negation_scope
         known = KnownKeys()
         for note in notes:
             gold = note["gold"]
@@ -287,6 +289,42 @@ def main_keys(embedder: Any, write: bool) -> None:
         data = json.loads(SCORER_FILE.read_text())
         SCORER_FILE.write_text(json.dumps({**data, "key_threshold": best}) + "\n")
         print(f"wrote key_threshold {best} to {SCORER_FILE}", file=sys.stderr)
+
+
+NEGATION_SCOPES = range(0, 6)
+
+
+def shipped_scope() -> int:
+    """The shipped negation scope, kept through a refit of the scorer (``--negation`` fits it)."""
+    try:
+        return int(json.loads(SCORER_FILE.read_text()).get("negation_scope", 0))
+    except (OSError, ValueError):
+        return 0
+
+
+def main_negation(n: int, seed: int, schemas: dict[str, MemorySchema], embedder: Any, write: bool) -> None:
+    """Fit how many words a negation reaches past (``--negation``): the scope whose candidates
+    give the shipped scorer the best mean slot F1 over the fit sets (the smallest of equals);
+    the validation sets are printed beside, never chosen on."""
+    shipped = Scorer()
+    fit, sample = fit_turns(n, seed), validation_turns()
+    curve: dict[int, float] = {}
+    for k in NEGATION_SCOPES:
+        evidences = {name: SchemaEvidence(v, embedder) for name, v in schemas.items()}
+        for e in evidences.values():
+            e.negation_scope = k
+        rows = collect(fit, schemas, evidences) + collect_notes(NOTE_SETS["fit"], embedder, k)
+        check = collect(sample, schemas, evidences) + collect_notes(NOTE_SETS["val"], embedder, k)
+        fit_f1 = slot_f1(rows, shipped.score, shipped.threshold, key_threshold=shipped.key_threshold)
+        check_f1 = slot_f1(check, shipped.score, shipped.threshold, key_threshold=shipped.key_threshold)
+        curve[k] = float(np.mean([f for _, _, f in fit_f1.values()]))
+        print(f"negation scope {k}: fit {fit_f1} (mean {curve[k]:.4f}); validation {check_f1}", file=sys.stderr)
+    best = min(k for k, f in curve.items() if f >= max(curve.values()))
+    print(f"negation scope fitted: {best}", file=sys.stderr)
+    if write:
+        data = json.loads(SCORER_FILE.read_text())
+        SCORER_FILE.write_text(json.dumps({**data, "negation_scope": best}) + "\n")
+        print(f"wrote negation_scope {best} to {SCORER_FILE}", file=sys.stderr)
 
 
 def _as_lists(nets: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -732,6 +770,7 @@ def main() -> None:
     ap.add_argument("--taught", action="store_true", help="only fit the weights of corrected examples (k=5)")
     ap.add_argument("--review", action="store_true", help="fit the review model (with --write: review.json)")
     ap.add_argument("--keys", action="store_true", help="only refit the key threshold on the shipped scorer")
+    ap.add_argument("--negation", action="store_true", help="only refit how far a negation reaches")
     ap.add_argument("--taught-turns", type=int, default=600, help="fit turns per set for the corrected-example weights")
     args = ap.parse_args()
     embedder = shared_embedder("use3")
@@ -744,6 +783,9 @@ def main() -> None:
         return
     if args.keys:
         main_keys(embedder, args.write)
+        return
+    if args.negation:
+        main_negation(args.turns, args.seed, schemas, embedder, args.write)
         return
     if args.taught:
         main_taught(args.taught_turns, args.seed, schemas, embedder, args.write)
@@ -799,6 +841,7 @@ def main() -> None:
         "nets": _as_lists(nets),
         "threshold": best,
         "key_threshold": key_best,
+        "negation_scope": shipped_scope(),
         "plain": {"nets": _as_lists(plain_nets), "threshold": plain_best},
         "meta": {
             "fitted_by": "bench/fit_weights.py",

@@ -463,3 +463,21 @@ def test_a_piece_of_a_longer_name_is_marked() -> None:
     cands = evidence.candidates("Game", text, find_spans(LANG, text, NOW), score=False)["title"]
     inside = {c.surface: c.features["inside_name"] for c in cands}
     assert inside["Spirit"] == 1.0 and inside["Island"] == 1.0 and inside["Spirit Island"] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("text", "word", "scope", "negated"),
+    [
+        ("Commute, didn't get a flat", "flat", 2, True),
+        ("Commute, didn't get a flat", "flat", 0, False),  # the bare rule reaches only its bridges
+        ("它不算易碎，就是重", "易碎", 1, True),
+        ("not cheap but has wifi", "wifi", 5, False),  # a contrast ends the negation's clause
+        ("no pets, wifi included", "wifi", 5, False),  # so does a clause end
+        ("I don't think the old tyre on the back has a flat", "flat", 2, False),  # too far
+    ],
+)
+def test_a_negation_reaches_a_fitted_number_of_words_in_its_clause(
+    text: str, word: str, scope: int, negated: bool
+) -> None:
+    low = text.lower()
+    assert LANG.negated_at(low, low.find(word), scope) is negated

@@ -144,6 +144,9 @@ class Scorer:
         # an empty key attribute's floor (``extractor.assign``); a file without one keeps keys
         # to the common threshold
         self.key_threshold = float(data.get("key_threshold", self.threshold))
+        # words a negation reaches past to deny a yes/no word or a listed value ("didn't get a
+        # flat"); 0: only what stands right after it (``bench/fit_weights.py --negation``)
+        self.negation_scope = int(data.get("negation_scope", 0))
         self.meta = data.get("meta", {})
         # a scorer file without them (a test's) takes no pull from corrected examples
         taught = data.get("taught", {})
@@ -286,6 +289,8 @@ class SchemaEvidence:
         self.schema = schema
         self.lang: Language = schema.language
         self.embedder = embedder
+        # how many words after a negation it still denies (fitted with the scorer)
+        self.negation_scope = scorer().negation_scope
         lx = self.lang.lex
         self._stop = self.lang.small_words
         # words that say "this is a yes/no attribute" ("whether", "是否") carry no content
@@ -682,7 +687,7 @@ class SchemaEvidence:
                 continue
             if self.lang.asked_at(low, pos):
                 return []
-            value = not self.lang.negated_at(low, pos)
+            value = not self.lang.negated_at(low, pos, self.negation_scope)
             return [Candidate(info.attr.name, value, text[pos:end], pos, end, {"bias": 1.0, "boolean": 1.0})]
         return None
 
@@ -702,7 +707,7 @@ class SchemaEvidence:
             # that means none, with the evidence a denied yes/no word has
             for part in info.bool_parts:
                 for pos in _part_positions(low, part.lower()):
-                    if self.lang.negated_at(low, pos) and not self.lang.asked_at(low, pos):
+                    if self.lang.negated_at(low, pos, self.negation_scope) and not self.lang.asked_at(low, pos):
                         end = _part_end(low, pos, part)
                         feats = {"bias": 1.0, "boolean": 1.0}
                         return [Candidate(a.name, info.absence, text[pos:end], pos, end, feats)]
@@ -711,12 +716,12 @@ class SchemaEvidence:
         span_sims = {
             s: {v.value: float(np.dot(value_vecs[v.value], vecs[s.text])) for v in a.values if v.value in value_vecs}
             for s in spans
-            if s.kind == "text" and s.text in vecs and not self.lang.negated_at(low, s.start)
+            if s.kind == "text" and s.text in vecs and not self.lang.negated_at(low, s.start, self.negation_scope)
         }
         for v in a.values:
             best: Candidate | None = None
             forms = [(form, _find_exact(low, form.lower())) for form in (v.value, *v.aliases)]
-            if any(pos >= 0 and self.lang.negated_at(low, pos) for _, pos in forms):
+            if any(pos >= 0 and self.lang.negated_at(low, pos, self.negation_scope) for _, pos in forms):
                 continue  # the value denied ("isn't *for sale*", "不*带走*") is not the value
             for form, pos in forms:
                 if pos >= 0:
@@ -733,7 +738,7 @@ class SchemaEvidence:
                 hit = info.enum_words[v.value] & text_terms
                 word = sorted(hit, key=len)[-1] if hit else ""
                 pos = max(0, low.find(word))
-                if hit and not self.lang.negated_at(low, pos):
+                if hit and not self.lang.negated_at(low, pos, self.negation_scope):
                     share = len(hit) / len(info.enum_words[v.value])
                     best = Candidate(
                         a.name,

@@ -192,6 +192,7 @@ LEXICON = Lexicon(
     second_person=("you", "you're", "you've", "you'll", "you'd", "your", "yours", "yourself"),
     sentence_ends=(".", "!", "?"),
     clause_ends=(",", ";", ":"),
+    contrast_words=("but", "though", "although", "yet", "except"),
     past_markers=("did", "didn't", "was", "wasn't", "were", "weren't", "had", "hadn't", "yesterday", "ago"),
     past_suffixes=("ed",),
     subjects=("i", "we", "you", "he", "she", "they", "it"),

@@ -299,9 +299,40 @@ class Language:
         # up to two words between ("don't *want any* subtitles", "没*有*")
         return re.compile(rf"(?:{neg})\s*(?:{bridge}){{0,2}}$")
 
-    def negated_at(self, text: str, pos: int) -> bool:
-        """Whether a negation stands right before ``pos`` ("no *pets*", "不要*早餐*")."""
-        return bool(self._negated_end.search(text[:pos]))
+    def negated_at(self, text: str, pos: int, scope: int = 0) -> bool:
+        """Whether a negation stands right before ``pos`` ("no *pets*", "不要*早餐*"), or, with a
+        ``scope``, at most that many words (a CJK character counts as one) before it in the same
+        clause ("didn't *get a* flat", "不*算*易碎"): a negation governs what follows it, and how
+        far is fitted (``bench/fit_weights.py --negation``), not set here."""
+        before = text[:pos]
+        if self._negated_end.search(before):
+            return True
+        if scope <= 0:
+            return False
+        clause = self._clause_split.split(before)[-1]
+        for m in self._negation.finditer(clause):
+            gap = clause[m.end() :]
+            if len(re.findall(r"[A-Za-z0-9'’]+|[\u3400-\u9fff]", gap)) <= scope:
+                return True
+        return False
+
+    @cached_property
+    def _negation(self) -> re.Pattern[str]:
+        return re.compile(
+            "|".join(
+                (r"\b" if w.isascii() and w.isalpha() else "") + re.escape(w) + (r"\b" if w.isascii() else "")
+                for w in self.lex.negations
+            ),
+            re.I,
+        )
+
+    @cached_property
+    def _clause_split(self) -> re.Pattern[str]:
+        ends = [*self.lex.clause_ends, *self.lex.sentence_ends, *self.lex.contrast_words]
+        return re.compile(
+            "|".join(rf"\b{re.escape(w)}\b" if w.isascii() and w.isalpha() else re.escape(w) for w in ends) or "(?!)",
+            re.I,
+        )
 
     def asked_at(self, text: str, pos: int) -> bool:
         """Whether an asking word that holds a negation stands right before ``pos`` ("*有没有*

@@ -51,6 +51,9 @@ class Lexicon:
     clause_ends: tuple[str, ...] = ()  # ",", "，": where a clause of a sentence ends
     # --- tense: a bare weekday in a sentence told in the past is the one before ("I ran on
     # Thursday"), otherwise the one ahead ("Book it for Thursday") ----------------------------
+    # words that open a clause turning against the one before ("but", "但是"): a negation's
+    # scope ends at one ("not X but Y")
+    contrast_words: tuple[str, ...] = ()
     past_markers: tuple[str, ...] = ()  # "did", "was", "了": the sentence tells the past
     past_suffixes: tuple[str, ...] = ()  # "-ed" after a subject ("she started"): a past verb
     subjects: tuple[str, ...] = ()  # "i", "she", "they": what a past verb follows

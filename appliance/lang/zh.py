@@ -97,6 +97,7 @@ LEXICON = Lexicon(
     second_person=("你", "您"),  # 你们 too
     sentence_ends=("。", "！", "？", "!", "?"),
     clause_ends=("，", "；", "：", ",", ";"),
+    contrast_words=("但是", "但", "不过", "可是", "却"),
     past_markers=("了", "过", "昨天", "前天"),
     verb_particles=("了", "过", "着", "完", "掉"),
     negations=("没有", "没", "未", "不"),

@@ -469,7 +469,7 @@ def test_a_piece_of_a_longer_name_is_marked() -> None:
     ("text", "word", "scope", "negated"),
     [
         ("Commute, didn't get a flat", "flat", 2, True),
-        ("Commute, didn't get a flat", "flat", 0, False),  # the bare rule reaches only its bridges
+        ("Commute, didn't get a flat", "flat", 0, False),  # without a scope only what stands right after it
         ("它不算易碎，就是重", "易碎", 1, True),
         ("not cheap but has wifi", "wifi", 5, False),  # a contrast ends the negation's clause
         ("no pets, wifi included", "wifi", 5, False),  # so does a clause end

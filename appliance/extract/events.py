@@ -51,7 +51,7 @@ from ..domain.schema import EntityType, EventType, MemorySchema, readable
 from ..lang import Language, find_word
 from ..model.embed import Embedder
 from .candidates import lexical_similarity
-from .evidence import Candidate
+from .evidence import Candidate, scorer
 
 __all__ = [
     "entity_features",
@@ -195,8 +195,12 @@ def cue_features(schema: MemorySchema, text: str) -> tuple[np.ndarray, np.ndarra
     lang = schema.language
     low = text.lower()
     asks = 1.0 if lang.is_question(text) else -1.0
+    scope = scorer().negation_scope
     keyword = np.array(
-        [float(any(find_word(low, k) >= 0 and lang.affirmed(low, k) for k in ev.keywords)) for ev in schema.event_types]
+        [
+            float(any(find_word(low, k) >= 0 and lang.affirmed(low, k, scope) for k in ev.keywords))
+            for ev in schema.event_types
+        ]
     )
     question = np.array([asks if ev.question else 0.0 for ev in schema.event_types])
     return keyword, question

@@ -594,7 +594,10 @@ class Extractor:
         evidenced = [
             st
             for st in ent.states
-            if any(self.lang.affirmed(low, w.lower()) for w in (st.replace("_", " "), *ent.state_aliases.get(st, ())))
+            if any(
+                self.lang.affirmed(low, w.lower(), scorer().negation_scope)
+                for w in (st.replace("_", " "), *ent.state_aliases.get(st, ()))
+            )
         ]
         if not evidenced:
             force("null")

@@ -197,7 +197,6 @@ LEXICON = Lexicon(
     past_suffixes=("ed",),
     subjects=("i", "we", "you", "he", "she", "they", "it"),
     negations=("not", "n't", "never", "no", "without"),
-    negation_bridges=("yet", "been", "want", "need", "any", "longer"),
     rule_out=("not", "isn't", "wasn't"),
     absence_values=("none", "no", "nothing", "n/a"),
     affirmations=(

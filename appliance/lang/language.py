@@ -295,9 +295,7 @@ class Language:
     def _negated_end(self) -> re.Pattern[str]:
         lx = self.lex
         neg = "|".join((r"\b" if w.isascii() and w.isalpha() else "") + re.escape(w) for w in lx.negations)
-        bridge = "|".join(re.escape(w) + r"\s*" for w in sorted(lx.negation_bridges, key=len, reverse=True))
-        # up to two words between ("don't *want any* subtitles", "没*有*")
-        return re.compile(rf"(?:{neg})\s*(?:{bridge}){{0,2}}$")
+        return re.compile(rf"(?:{neg})\s*$")
 
     def negated_at(self, text: str, pos: int, scope: int = 0) -> bool:
         """Whether a negation stands right before ``pos`` ("no *pets*", "不要*早餐*"), or, with a
@@ -344,12 +342,12 @@ class Language:
         words = [w for w in self.lex.question_words if self._negated_end.search(w)]
         return re.compile(rf"(?:{alternation(words, boundary=False)})\s*$") if words else re.compile(r"(?!)")
 
-    def affirmed(self, text: str, word: str) -> bool:
-        """``word`` occurs in ``text`` at least once without a negation right before it
-        ("hasn't shipped", "还没发货" do not evidence the state shipped)."""
+    def affirmed(self, text: str, word: str, scope: int = 0) -> bool:
+        """``word`` occurs in ``text`` at least once not negated (``negated_at`` with
+        ``scope``): "hasn't shipped", "还没发货" do not evidence the state shipped."""
         start = text.find(word)
         while start >= 0:
-            if not self._negated_end.search(text[:start]):
+            if not self.negated_at(text, start, scope):
                 return True
             start = text.find(word, start + 1)
         return False

@@ -59,7 +59,6 @@ class Lexicon:
     subjects: tuple[str, ...] = ()  # "i", "she", "they": what a past verb follows
     # --- negation and affirmation ------------------------------------------------------
     negations: tuple[str, ...] = ()  # before a word, deny it ("not", "never", "没")
-    negation_bridges: tuple[str, ...] = ()  # may stand between a negation and its word ("yet", "已经")
     rule_out: tuple[str, ...] = ()  # before an id, rule it out ("not 12345", "不是")
     affirmations: tuple[str, ...] = ()  # "yes", "sure", "是", "要"
     denials: tuple[str, ...] = ()  # "no", "不要", "不用"

@@ -101,7 +101,6 @@ LEXICON = Lexicon(
     past_markers=("了", "过", "昨天", "前天"),
     verb_particles=("了", "过", "着", "完", "掉"),
     negations=("没有", "没", "未", "不"),
-    negation_bridges=("已经", "已", "有", "要", "需要", "想", "再"),
     rule_out=("不是", "并非"),
     absence_values=("无", "没有", "不需要"),
     affirmations=("是", "是的", "对", "对的", "好", "好的", "要", "需要", "可以", "行", "有", "提供", "带"),

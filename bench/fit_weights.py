@@ -72,7 +72,7 @@ from appliance.extract.evidence import (  # noqa: E402
     without_similarity,
 )
 from appliance.extract.examples import ExampleBank  # noqa: E402
-from appliance.extract.extractor import assign  # noqa: E402
+from appliance.extract.extractor import assign, keys_besides  # noqa: E402
 from appliance.extract.spans import find_spans  # noqa: E402
 from appliance.model.embed import shared_embedder  # noqa: E402
 
@@ -142,10 +142,6 @@ class KnownKeys(dict[str, frozenset[str]]):
         if ent.key and isinstance(gold["attributes"].get(ent.key[0]), str):
             self[ent.name] = self.get(ent.name, frozenset()) | {gold["attributes"][ent.key[0]].lower()}
 
-    def other(self, entity: str) -> frozenset[str]:
-        """The keys held of entity types other than ``entity``."""
-        return frozenset().union(*(v for k, v in self.items() if k != entity))
-
 
 def collect_notes(folder: Path, embedder: Any, negation_scope: int | None = None) -> list[dict[str, Any]]:
     """Rows of a notes set: each note's candidates for its gold entity type, its gold values
@@ -162,7 +158,12 @@ def collect_notes(folder: Path, embedder: Any, negation_scope: int | None = None
             at = datetime.fromisoformat(note["at"]).replace(tzinfo=UTC)
             spans = find_spans(schema.language, note["text"], at)
             cands = evidence.candidates(
-                ent.name, note["text"], spans, score=False, known=known.get(ent.name), known_other=known.other(ent.name)
+                ent.name,
+                note["text"],
+                spans,
+                score=False,
+                known=known.get(ent.name),
+                known_other=keys_besides(known, ent.name),
             )
             known.add(schema, note)
             golds: dict[str, list[Any]] = {k: [v] for k, v in gold["attributes"].items()}
@@ -309,8 +310,8 @@ def main_negation(n: int, seed: int, schemas: dict[str, MemorySchema], embedder:
     shipped = Scorer()
     fit, sample = fit_turns(n, seed), validation_turns()
     curve: dict[int, float] = {}
+    evidences = {name: SchemaEvidence(v, embedder) for name, v in schemas.items()}
     for k in NEGATION_SCOPES:
-        evidences = {name: SchemaEvidence(v, embedder) for name, v in schemas.items()}
         for e in evidences.values():
             e.negation_scope = k
         rows = collect(fit, schemas, evidences) + collect_notes(NOTE_SETS["fit"], embedder, k)

@@ -87,6 +87,12 @@ class SessionHint:
     known: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
+def keys_besides(known: Mapping[str, frozenset[str]], entity: str) -> frozenset[str]:
+    """The keys ``known`` holds of entity types other than ``entity`` (the other things a note
+    may speak of: the bike a service was done on)."""
+    return frozenset().union(*(v for k, v in known.items() if k != entity))
+
+
 @dataclass
 class Extraction:
     draft: RecordDraft | None
@@ -334,7 +340,7 @@ class Extractor:
                     spans,
                     bank=hint.examples,
                     known=hint.known.get(ent.name),
-                    known_other=frozenset().union(*(v for k, v in hint.known.items() if k != ent.name)),
+                    known_other=keys_besides(hint.known, ent.name),
                 )
                 if self.lexical
                 else {}
@@ -595,7 +601,7 @@ class Extractor:
             st
             for st in ent.states
             if any(
-                self.lang.affirmed(low, w.lower(), scorer().negation_scope)
+                self.lang.affirmed(low, w.lower(), self.evidence.negation_scope)
                 for w in (st.replace("_", " "), *ent.state_aliases.get(st, ()))
             )
         ]

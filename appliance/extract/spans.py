@@ -431,9 +431,7 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
                     numbered
                     and (j + 1 == n or run[j + 1].start >= numbered_end)
                     # a number, not a time, date or amount ("Nopa 7pm")
-                    and not any(
-                        (x.kind != "number" or x.money) and _overlaps(end + 1, numbered_end, [x]) for x in typed
-                    )
+                    and not _overlaps(end + 1, numbered_end, [x for x in typed if x.kind != "number" or x.money])
                 ):
                     out.append(make(start, numbered_end, "text", text[start:numbered_end], capital=True))  # type: ignore[operator]
                 # a possessive with nothing owned after it is a place or a name ("at Tom's": Tom's

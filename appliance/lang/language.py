@@ -293,9 +293,7 @@ class Language:
     # --- negation -------------------------------------------------------------------------
     @cached_property
     def _negated_end(self) -> re.Pattern[str]:
-        lx = self.lex
-        neg = "|".join((r"\b" if w.isascii() and w.isalpha() else "") + re.escape(w) for w in lx.negations)
-        return re.compile(rf"(?:{neg})\s*$")
+        return re.compile(rf"(?:{self._negation.pattern})\s*$", re.I)
 
     def negated_at(self, text: str, pos: int, scope: int = 0) -> bool:
         """Whether a negation stands right before ``pos`` ("no *pets*", "不要*早餐*"), or, with a

@@ -34,7 +34,7 @@ from .domain.loading import load_schema, parse_schema
 from .domain.records import CONVERSATION_GAP, Entity, MemoryRecord, RecallQuery, RecallResult, Relationship
 from .domain.schema import MemorySchema
 from .domain.validation import check_fields, check_record
-from .errors import AccessDenied, InputError, NotFoundError, QueryError, SchemaError, StoreError
+from .errors import AccessDenied, InputError, NotFoundError, QueryError, SchemaError, SchemaMismatchError, StoreError
 from .extract.examples import ExampleBank
 from .extract.extractor import ExtractMode, Extractor, SessionHint
 from .extract.routing import SchemaChoice, choose_schema
@@ -61,6 +61,11 @@ MAINTAIN_EVERY = 1000  # records between checks that the vector index still fits
 # (milliseconds usually; the encoder's first load takes seconds on a busy machine)
 SETTLE_SECONDS = 30.0
 KNOWN_KEYS = 500  # the newest entities of a session whose keys a note may name again
+DEFAULT_SCHEMA = "customer_service"  # what a new memory is created with when none is named
+
+
+def _names(schemas: Sequence[MemorySchema]) -> str:
+    return ", ".join(f"{x.domain!r} (version {x.schema_version}, id {x.schema_id})" for x in schemas)
 
 
 def resolve_schema(schema: SchemaSpec, schema_dir: Path) -> MemorySchema:
@@ -84,7 +89,7 @@ class Appliance:
 
     def __init__(
         self,
-        schema: SchemaSpec | Sequence[SchemaSpec] = "customer_service",
+        schema: SchemaSpec | Sequence[SchemaSpec] | None = None,
         db: str | Path | None = None,
         model: str | Engine | None = None,
         settings: Settings | None = None,
@@ -92,8 +97,11 @@ class Appliance:
         embedder: Embedder | None | str = "auto",
         create: bool = True,
     ) -> None:
-        """``create=False``: a database file that does not exist is an error, not a new file
-        (a mistyped path must not start an empty memory)."""
+        """``schema``: what a new memory is created with (default: the shipped
+        ``customer_service``); a memory that holds schemas is read with them, and naming others
+        is a ``SchemaMismatchError`` (switch with ``migrate``). ``create=False``: a database file
+        that does not exist is an error, not a new file (a mistyped path must not start an
+        empty memory)."""
         self.settings = settings or Settings.from_env()
         recall_embedder: Embedder | None
         if embedder == "auto":
@@ -106,22 +114,19 @@ class Appliance:
             recall_embedder = embedder if not isinstance(embedder, str) else None
         self.embedder: Embedder | None = embedder if not isinstance(embedder, str) else None
         self.recall_embedder = recall_embedder
-        specs: list[SchemaSpec] = list(schema) if isinstance(schema, (list, tuple)) else [schema]  # type: ignore[list-item]
-        if not specs:
-            raise SchemaError("at least one schema is needed")
-        loaded = [resolve_schema(x, self.settings.schema_dir) for x in specs]
-        self.grammars = GrammarCache(self.settings.grammar_dir, shipped=self.settings.shipped_grammar_dir)
-        # domain → schema; the first is the default (editing, panel, single-schema callers)
-        self.schemas: dict[str, MemorySchema] = {}
-        for sch in loaded:
-            self.grammars.compile(sch)
-            self.schemas[sch.domain] = sch
-        self.schema = loaded[0]
-        self.compiled: CompiledGrammar = self.grammars.compile(self.schema)
+        given = self._given_schemas(schema)  # a bad schema fails before the file is opened
         encoder = self.recall_embedder.name if self.recall_embedder is not None else self.settings.encoder
         self.store = MemoryStore(
             db if db is not None else self.settings.db_path, encoder=_known(encoder), create=create
         )
+        loaded = self._open_with(given)
+        self.grammars = GrammarCache(self.settings.grammar_dir, shipped=self.settings.shipped_grammar_dir)
+        for sch in loaded:
+            self.grammars.compile(sch)
+        # domain → schema; the first is the default (editing, panel, single-schema callers)
+        self.schemas: dict[str, MemorySchema] = {sch.domain: sch for sch in loaded}
+        self.schema = loaded[0]
+        self.compiled: CompiledGrammar = self.grammars.compile(self.schema)
         if self.store.db.wal_copy is not None:
             log.warning(
                 "the last stop was unclean: its write-ahead log was replayed; a copy is kept at %s "
@@ -212,25 +217,75 @@ class Appliance:
         return next((x for x in self.schemas.values() if x.schema_id == schema_id), self.schema)
 
     # --- schema -----------------------------------------------------------------------
-    def set_schema(self, schema: SchemaSpec, force: bool = False) -> CompiledGrammar:
-        """Validate, compile and switch to another schema (stored records are kept)."""
-        new = resolve_schema(schema, self.settings.schema_dir)
-        compiled = self.grammars.compile(new, force=force)
+    def _given_schemas(self, schema: SchemaSpec | Sequence[SchemaSpec] | None) -> list[MemorySchema] | None:
+        if schema is None:
+            return None
+        specs: list[SchemaSpec] = list(schema) if isinstance(schema, (list, tuple)) else [schema]  # type: ignore[list-item]
+        if not specs:
+            raise SchemaError("at least one schema is needed")
+        return [resolve_schema(x, self.settings.schema_dir) for x in specs]
+
+    def _open_with(self, given: list[MemorySchema] | None) -> list[MemorySchema]:
+        """The schemas this memory is read with: the ones it holds; a new memory (or a file
+        written before memories held their schema) takes the given ones, else the default."""
+        held = [parse_schema(body) for _, _, body in self.store.schemas.current()]
+        if given is None:
+            loaded = held or [resolve_schema(DEFAULT_SCHEMA, self.settings.schema_dir)]
+        elif held and {x.schema_id for x in given} != {x.schema_id for x in held}:
+            raise SchemaMismatchError(
+                f"this memory holds {_names(held)} but was opened with {_names(given)}",
+                hint="leave out --schema (schema=) to read it with the schema it holds, or move its records "
+                "to the new schema with `appliance schema migrate FILE --dry-run`, then without --dry-run",
+            )
+        else:
+            loaded = given
+        if not self.store.read_only and [x.schema_id for x in loaded] != [x.schema_id for x in held]:
+            self._hold(loaded)
+        return loaded
+
+    def _hold(self, loaded: Sequence[MemorySchema], con: Any = None) -> None:
+        """Store ``loaded`` as the memory's schemas (in ``con``'s transaction when given)."""
+        self.store.schemas.hold([(x.schema_id, x.domain, x.to_json_dict()) for x in loaded], con)
+
+    def _after_switch(self, new: MemorySchema) -> list[MemorySchema]:
+        """The loaded schemas once ``new`` replaces the default (and any of its domain)."""
         old = self.schema
-        self.schema, self.compiled = new, compiled
-        self.schemas = {new.domain: new, **{d: x for d, x in self.schemas.items() if d not in (new.domain, old.domain)}}
+        return [new, *(x for d, x in self.schemas.items() if d not in (new.domain, old.domain))]
+
+    def _use(self, loaded: Sequence[MemorySchema], compiled: CompiledGrammar | None = None) -> None:
+        self.schemas = {x.domain: x for x in loaded}
+        self.schema = loaded[0]
+        self.compiled = compiled or self.grammars.compile(self.schema)
         # decoders of schemas no longer loaded hold prompts and grammar indexes: drop them
         live = {x.schema_id for x in self.schemas.values()}
         self._extractors = {k: v for k, v in self._extractors.items() if k in live}
         self._parsers = {k: v for k, v in self._parsers.items() if k in live}
+
+    def set_schema(self, schema: SchemaSpec, force: bool = False) -> CompiledGrammar:
+        """Validate, compile and switch the memory to another schema, stored with it; records
+        are not rewritten (``migrate`` rewrites them and can be undone)."""
+        new = resolve_schema(schema, self.settings.schema_dir)
+        compiled = self.grammars.compile(new, force=force)
+        loaded = self._after_switch(new)
+        self._hold(loaded)
+        self._use(loaded, compiled)
         return compiled
 
-    def add_schema(self, schema: SchemaSpec) -> MemorySchema:
-        """Load another schema alongside the others (utterances are routed among them)."""
+    def add_schema(self, schema: SchemaSpec, default: bool = False) -> MemorySchema:
+        """Load another schema alongside the others (utterances are routed among them); the
+        memory holds it from now on. ``default``: it becomes the default schema."""
         new = resolve_schema(schema, self.settings.schema_dir)
         self.grammars.compile(new)
-        self.schemas[new.domain] = new
+        others = [x for d, x in self.schemas.items() if d != new.domain]
+        first = default or self.schema.domain == new.domain
+        loaded = [new, *others] if first else [*others, new]
+        self._hold(loaded)
+        self._use(loaded)
         return new
+
+    def schema_history(self) -> list[dict[str, Any]]:
+        """Every schema version this memory held, oldest first (``loaded``: held now)."""
+        return self.store.schemas.history()
 
     # --- record -----------------------------------------------------------------------
     def record(
@@ -794,14 +849,20 @@ class Appliance:
 
     def migrate(self, target: MemorySchema, spec: MigrationSpec | dict[str, Any]) -> dict[str, Any]:
         """Rewrite stored records for ``target`` and switch to it; refused if any record would not fit."""
-        done = self.lifecycle.migrate(self.schema, target, spec)
-        self.set_schema(target)
+        compiled = self.grammars.compile(target)
+        loaded = self._after_switch(target)
+        # the stored schema switches in the migration's own transaction
+        done = self.lifecycle.migrate(self.schema, target, spec, then=lambda con: self._hold(loaded, con))
+        self._use(loaded, compiled)
         return done
 
     def revert_migration(self, migration_id: str) -> dict[str, Any]:
         """Restore every row a migration changed and switch back to the schema it came from."""
-        done, previous = self.lifecycle.revert_migration(migration_id)
-        self.set_schema(previous)
+        previous = self.lifecycle.migration_source(migration_id)
+        compiled = self.grammars.compile(previous)
+        loaded = self._after_switch(previous)
+        done = self.lifecycle.revert_migration(migration_id, then=lambda con: self._hold(loaded, con))
+        self._use(loaded, compiled)
         return done
 
     def warm_up(self) -> None:
@@ -818,6 +879,9 @@ class Appliance:
         return {
             "schema": self.schema.domain,
             "schema_id": self.schema.schema_id,
+            "schemas": {
+                d: {"schema_id": x.schema_id, "schema_version": x.schema_version} for d, x in self.schemas.items()
+            },
             "db": self.store.path,
             "counts": self.store.counts(),
             "model": self._model_spec

@@ -37,6 +37,7 @@ __all__ = [
     "ModelNotFoundError",
     "ModelLoadError",
     "GrammarError",
+    "SchemaMismatchError",
     "StoreError",
     "StoreLockedError",
     "CorruptStoreError",
@@ -64,6 +65,10 @@ class UserError(ApplianceError):
 
 class SchemaError(UserError):
     default_hint = "fix the schema file; `appliance schema validate FILE` lists every problem"
+
+
+class SchemaMismatchError(SchemaError):
+    """A memory opened with other schemas than the ones it holds."""
 
 
 class InputError(UserError):

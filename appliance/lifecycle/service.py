@@ -123,10 +123,14 @@ class LifecycleService:
         return plan(target, spec, self.store.lifecycle.memories_not_under(keep), self.store.entities.all_raw())
 
     def migrate(
-        self, current: MemorySchema, target: MemorySchema, spec: MigrationSpec | dict[str, Any]
+        self,
+        current: MemorySchema,
+        target: MemorySchema,
+        spec: MigrationSpec | dict[str, Any],
+        then: Callable[[Any], None] | None = None,
     ) -> dict[str, Any]:
         """Rewrite stored records for ``target``; refused if any record would not fit.
-        The caller switches to ``target`` afterwards."""
+        ``then`` runs in the migration's transaction (the caller stores the new schema there)."""
         spec = spec if isinstance(spec, MigrationSpec) else MigrationSpec.model_validate(spec)
         if target.schema_id == current.schema_id:
             raise SchemaError("the new schema is the running schema: nothing to migrate")
@@ -146,16 +150,19 @@ class LifecycleService:
             "to_version": target.schema_version,
         }
         n = self.store.lifecycle.apply_migration(
-            migration_id, current.schema_id, target.schema_id, journal, planned.memories, planned.entities
+            migration_id, current.schema_id, target.schema_id, journal, planned.memories, planned.entities, then
         )
         return {"migration_id": migration_id, "records": n, "entities": len(planned.entities)}
 
-    def revert_migration(self, migration_id: str) -> tuple[dict[str, Any], MemorySchema]:
-        """Restore every row a migration changed; returns the result and the schema it came
-        from (the caller switches back to it)."""
+    def migration_source(self, migration_id: str) -> MemorySchema:
+        """The schema a migration came from (what reverting it switches back to)."""
         found = next((m for m in self.store.lifecycle.list_migrations() if m["migration_id"] == migration_id), None)
         if found is None:
-            raise SchemaError(f"no migration {migration_id!r}")
-        n = self.store.lifecycle.revert_migration(migration_id)
-        previous = parse_schema(found["spec"]["from_schema"])
-        return {"migration_id": migration_id, "records": n, "schema_version": previous.schema_version}, previous
+            raise SchemaError(f"no migration {migration_id!r}", hint="see `appliance schema migrations`")
+        return parse_schema(found["spec"]["from_schema"])
+
+    def revert_migration(self, migration_id: str, then: Callable[[Any], None] | None = None) -> dict[str, Any]:
+        """Restore every row a migration changed; ``then`` runs in the same transaction."""
+        previous = self.migration_source(migration_id)
+        n = self.store.lifecycle.revert_migration(migration_id, then)
+        return {"migration_id": migration_id, "records": n, "schema_version": previous.schema_version}

@@ -9,6 +9,7 @@ repositories, one per table family:
 * ``merges``   — suffix ids, entity merges, corrections (the merge log)
 * ``lifecycle``— compaction links, forgetting, schema migrations
 * ``queries``  — structured recall (RecallQuery → SQL)
+* ``schemas``  — the schemas the memory is read with, and every version it held
 
 ``write(plan)`` stores one record and everything it implies — the memory row, its entity
 upserts and relationships, suffix ids, merges, a correction, its vector — in **one
@@ -35,6 +36,7 @@ from .merges import MergesRepo
 from .queries import compile_query, run_query
 from .records import RecordsRepo
 from .rows import dumps, relationship_from_row
+from .schemas import SchemasRepo, StoredSchema
 from .vectors import ENCODER_TABLES, VectorsRepo
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "compile_query",
     "ENCODER_TABLES",
     "check_integrity",
+    "StoredSchema",
 ]
 
 MAX_ATTEMPTS = 5
@@ -65,6 +68,7 @@ class MemoryStore:
         self.lexical = LexicalRepo(self.db)
         self.days = DaysRepo(self.db)
         self.lifecycle = LifecycleRepo(self.db, self.vectors, self.lexical)
+        self.schemas = SchemasRepo(self.db)
 
     # --- writing ---------------------------------------------------------------------------
     def write(self, plan: RecordWrite, request_id: str | None = None) -> MemoryRecord:

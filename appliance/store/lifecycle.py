@@ -12,7 +12,7 @@ Each operation is one transaction:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import duckdb
@@ -135,11 +135,13 @@ class LifecycleRepo:
         spec: dict[str, Any],
         memories: Sequence[tuple[str, dict[str, Any], dict[str, Any]]],
         entities: Sequence[tuple[tuple[str, str, str], dict[str, Any], dict[str, Any]]],
+        then: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
     ) -> int:
         """Rewrite records and entities; keep each before-image for ``revert_migration``.
 
         ``memories``: (memory_id, before, after) with fields schema_id, event_type, state,
-        attributes; ``entities``: ((session, type, id), before, after) with state, attributes."""
+        attributes; ``entities``: ((session, type, id), before, after) with state, attributes;
+        ``then`` runs in the same transaction (the memory's stored schema switches with its rows)."""
         with self.db.transaction() as con:
             con.execute(
                 "INSERT INTO schema_migrations VALUES (?, ?, ?, ?, ?, ?, NULL)",
@@ -164,10 +166,15 @@ class LifecycleRepo:
                     [migration_id, json.dumps(list(key), ensure_ascii=False), json.dumps(before, ensure_ascii=False)],
                 )
                 self._write_entity_fields(con, key, after)
+            if then is not None:
+                then(con)
         return len(memories)
 
-    def revert_migration(self, migration_id: str) -> int:
-        """Put back every row a migration changed, exactly as it was; returns records restored."""
+    def revert_migration(
+        self, migration_id: str, then: Callable[[duckdb.DuckDBPyConnection], None] | None = None
+    ) -> int:
+        """Put back every row a migration changed, exactly as it was; returns records restored.
+        ``then`` runs in the same transaction (the stored schema switches back with the rows)."""
         with self.db.transaction() as con:
             row = first_row(
                 con.execute("SELECT reverted_at FROM schema_migrations WHERE migration_id = ?", [migration_id])
@@ -186,6 +193,8 @@ class LifecycleRepo:
                 else:
                     self._write_entity_fields(con, tuple(json.loads(key)), json.loads(before))
             con.execute("UPDATE schema_migrations SET reverted_at = ? WHERE migration_id = ?", [_now(), migration_id])
+            if then is not None:
+                then(con)
         return n
 
     def list_migrations(self) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __all__ = ["MIGRATIONS", "DB_VERSION"]
 
-DB_VERSION = 6
+DB_VERSION = 7
 
 MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -99,5 +99,11 @@ MIGRATIONS: dict[int, list[str]] = {
     6: [
         "ALTER TABLE lexical_terms ADD COLUMN IF NOT EXISTS length INTEGER",
         "UPDATE lexical_terms SET length = d.length FROM lexical_docs d WHERE d.memory_id = lexical_terms.memory_id",
+    ],
+    # v7: a memory is self-describing: the schemas it is read with and every version it held
+    # (``position`` set = loaded, 0 the default; NULL = history).
+    7: [
+        "CREATE TABLE IF NOT EXISTS memory_schemas (schema_id VARCHAR PRIMARY KEY, domain VARCHAR NOT NULL, "
+        "body JSON NOT NULL, stored_at TIMESTAMPTZ NOT NULL, position INTEGER)"
     ],
 }

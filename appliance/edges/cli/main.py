@@ -63,7 +63,25 @@ def _warm(ctx: click.Context) -> Any:
     if "warm" not in o:
         settings = Settings.from_env()
         o["warm"] = find_server(Path(o["db"]) if o["db"] else settings.db_path, settings.token)
+        if o["warm"] is not None and o["schema"]:
+            _same_schemas(o["warm"], o["schema"], settings)
     return o["warm"]
+
+
+def _same_schemas(server: Any, named: list[str], settings: Settings) -> None:
+    """``--schema`` given while a server holds the memory: the server reads it with the
+    memory's schemas, so naming others is the same error as opening the file with them."""
+    from ...api import resolve_schema
+    from ...errors import SchemaMismatchError
+
+    given = {resolve_schema(x, settings.schema_dir).schema_id: x for x in named}
+    held = server.call("GET", "/schema")["loaded"]
+    if set(given) != set(held.values()):
+        raise SchemaMismatchError(
+            f"this memory (served by {server.url}) holds {', '.join(f'{d!r} (id {i})' for d, i in held.items())} "
+            f"but the command names {', '.join(f'{n!r} (id {i})' for i, n in given.items())}",
+            hint="leave out --schema, or migrate the memory with `appliance schema migrate FILE`",
+        )
 
 
 def _json_arg(raw: str, name: str) -> Any:
@@ -82,9 +100,9 @@ def _out(data: Any, as_json: bool, text: str) -> None:
 @click.option(
     "--schema",
     multiple=True,
-    default=("customer_service",),
-    show_default=True,
-    help="Shipped schema name or a schema file; repeat to load several (each utterance is routed to one).",
+    help="Shipped schema name or a schema file a new memory is created with (default: customer_service); "
+    "repeat to load several (each utterance is routed to one). A memory keeps its schemas: later commands "
+    "need no --schema, and naming others is an error (change them with `schema migrate`).",
 )
 @click.option("--db", type=click.Path(dir_okay=False), default=None, help="DuckDB file (default: $APPLIANCE_DB).")
 @click.option("--create", is_flag=True, help="Create the --db file if it does not exist (otherwise an error).")
@@ -94,7 +112,7 @@ def _out(data: Any, as_json: bool, text: str) -> None:
 def main(ctx: click.Context, schema: tuple[str, ...], db: str | None, create: bool, model: str | None) -> None:
     """Offline memory appliance: schema-constrained memory for LLM agents."""
     ctx.ensure_object(dict)
-    ctx.obj.update(schema=list(schema), db=db, model=model, create=create or db is None)
+    ctx.obj.update(schema=list(schema) or None, db=db, model=model, create=create or db is None)
 
 
 @main.command()
@@ -290,6 +308,37 @@ def schema_compile(name_or_file: str, force: bool, into: str | None, as_json: bo
         f"{sch.domain} {c.schema_id}: {'cached' if c.from_cache else 'compiled'} "
         f"in {c.compile_seconds * 1000:.1f} ms -> {c.directory}",
     )
+
+
+@schema.command("show")
+@click.option("--json", "as_json", is_flag=True, help="Print every loaded schema as one JSON object by domain.")
+@click.pass_context
+@_friendly
+def schema_show(ctx: click.Context, as_json: bool) -> None:
+    """Print the schemas the memory holds (the ones every command reads it with)."""
+    if (warm := _warm(ctx)) is not None:
+        held = warm.call("GET", "/schema")["schemas"]
+    else:
+        held = {d: x.to_json_dict() for d, x in _app(ctx).schemas.items()}
+    if as_json:
+        _out(held, True, "")
+        return
+    click.echo("\n".join(json.dumps(body, ensure_ascii=False, indent=2) for body in held.values()))
+
+
+@schema.command("history")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@click.pass_context
+@_friendly
+def schema_history(ctx: click.Context, as_json: bool) -> None:
+    """Every schema version the memory held, oldest first."""
+    warm = _warm(ctx)
+    rows = warm.call("GET", "/schema/history") if warm is not None else _app(ctx).schema_history()
+    lines = [
+        f"{r['stored_at']} {r['domain']} {r['schema_version']} {r['schema_id']}" + ("  (loaded)" if r["loaded"] else "")
+        for r in rows
+    ]
+    _out(rows, as_json, "\n".join(lines) or "no schema stored")
 
 
 @main.group()

@@ -163,12 +163,18 @@ def add_routes(api: FastAPI, app: Appliance, policy: AccessPolicy) -> None:
 
     @api.get("/schema")
     def schema(_: Grant = Depends(grant)) -> dict[str, Any]:
-        """The running schema and the loaded ones."""
+        """The schemas the memory holds: the default one, and every loaded one by domain."""
         return {
             "schema_id": app.schema.schema_id,
             "schema": app.schema.to_json_dict(),
             "loaded": {d: x.schema_id for d, x in app.schemas.items()},
+            "schemas": {d: x.to_json_dict() for d, x in app.schemas.items()},
         }
+
+    @api.get("/schema/history")
+    def schema_history(_: Grant = Depends(grant)) -> list[dict[str, Any]]:
+        """Every schema version the memory held, oldest first (`loaded`: held now)."""
+        return app.schema_history()
 
     @api.post("/schema/validate")
     def validate(raw: dict[str, Any], _: Grant = Depends(grant)) -> dict[str, Any]:

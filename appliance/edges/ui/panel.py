@@ -160,7 +160,23 @@ def schema_diff(app: Appliance, text: str) -> str:
         return "(the editor does not hold valid JSON)"
     running = json.dumps(app.schema.to_json_dict(), ensure_ascii=False, indent=2, sort_keys=True).splitlines()
     diff = list(difflib.unified_diff(running, edited, "running", "editor", lineterm="", n=1))
-    return "```diff\n" + "\n".join(diff) + "\n```" if diff else "No changes against the running schema."
+    if not diff:
+        return "No changes against the running schema."
+    return "```diff\n" + "\n".join(diff) + "\n```\n\n" + _apply_preview(app, text)
+
+
+def _apply_preview(app: Appliance, text: str) -> str:
+    """What Apply would do to the stored records (the migration's dry run)."""
+    try:
+        new = parse_schema(json.loads(text))
+        if new.domain != app.schema.domain:
+            return f"Apply loads {new.domain} beside the running schema; stored records keep theirs."
+        s = app.plan_migration(new, {}).summary()
+    except ApplianceError as exc:
+        return f"Apply is not possible: {exc.message}"
+    if s["problems"]:
+        return "Apply would be refused:\n" + "\n".join(f"- {p}" for p in s["problems"][:5])
+    return f"Apply rewrites {s['records_changed']} records and {s['entities_changed']} entities (undoable)."
 
 
 def suggestions_table(app: Appliance) -> list[list[Any]]:
@@ -272,14 +288,36 @@ def validate_schema_text(text: str) -> str:
 
 
 def apply_schema(app: Appliance, text: str) -> str:
+    """The editor's schema becomes the memory's, stored with it. An edit of the running
+    schema is a migration of its records (refused if any would not fit; undoable); another
+    domain joins the loaded schemas as the default, so the records already told keep theirs."""
     msg = validate_schema_text(text)
     if not msg.startswith("✓"):
         return msg
     try:
-        compiled = app.set_schema(json.loads(text), force=True)
+        new = parse_schema(json.loads(text))
+        if new.schema_id == app.schema.schema_id:
+            return f"✓ no change: {new.domain} ({new.schema_id}) is the running schema"
+        if new.domain == app.schema.domain:
+            planned = app.plan_migration(new, {})
+            if planned.problems:
+                return f"✗ refused: {len(planned.problems)} stored rows would not fit:\n" + "\n".join(
+                    f"- {p}" for p in planned.problems[:5]
+                )
+            done = app.migrate(new, {})
+            what = (
+                f"migration {done['migration_id']}: {done['records']} records now at version {new.schema_version}; "
+                f"undo with `appliance schema revert {done['migration_id']}`"
+            )
+        elif app.list_records(limit=1):
+            app.add_schema(new, default=True)
+            what = f"loaded beside {', '.join(d for d in app.schemas if d != new.domain)}; messages are routed"
+        else:
+            app.set_schema(new, force=True)
+            what = "the memory holds no records yet"
     except ApplianceError as exc:
         return f"✗ {exc.message}"
-    return f"✓ compiled {app.schema.domain} ({compiled.schema_id}) in {compiled.compile_seconds * 1000:.0f} ms"
+    return f"✓ compiled {app.schema.domain} ({app.schema.schema_id}); {what}"
 
 
 def current_schema_text(app: Appliance) -> str:

@@ -99,9 +99,11 @@ def test_corrupt_model_file_is_refused(tmp_path, monkeypatch) -> None:  # type: 
     assert res.exit_code == 1 and "not a GGUF" in res.output
 
 
-def test_serve_refuses_public_bind_without_auth() -> None:
-    res = CliRunner().invoke(main, ["serve", "--host", "0.0.0.0"])
-    assert res.exit_code == 1 and "--auth" in res.output
+def test_serve_refuses_public_bind_without_a_key(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    for name in ("APPLIANCE_TOKEN", "APPLIANCE_TOKEN_FILE", "APPLIANCE_KEYS_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    res = CliRunner().invoke(main, ["serve", "--host", "0.0.0.0", "--auth", "me:pw"])
+    assert res.exit_code == 1 and "APPLIANCE_TOKEN" in res.output
 
 
 def test_lifecycle_commands_without_model(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]

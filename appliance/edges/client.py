@@ -27,21 +27,33 @@ __all__ = ["WarmClient", "find_server"]
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
+SERVING_API = ("http", "serve")  # the server kinds that answer the HTTP API's routes
+
+
 class ServerError(ApplianceError):
     """The warm server answered with an error (its message and hint are passed on)."""
 
 
-def find_server(db_path: Path, token: str = "") -> WarmClient | None:
-    """The server that holds ``db_path``, if one is running and answers."""
+def server_of(db_path: Path) -> dict[str, Any] | None:
+    """``{"url", "pid", "kind"}`` of the running server that holds ``db_path``, when its marker
+    can only have come from the user's own server (see the module note)."""
     marker = db_path.with_name(db_path.name + ".server.json")
     try:
         info = json.loads(marker.read_text())
         pid, url = int(info["pid"]), str(info["url"])
-        if info.get("kind") != "http" or not _alive(pid) or not _trusted(marker, pid, url, db_path):
+        if not _alive(pid) or not _trusted(marker, pid, url, db_path):
             return None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    client = WarmClient(url, token)
+    return {"url": url, "pid": pid, "kind": str(info.get("kind", ""))}
+
+
+def find_server(db_path: Path, token: str = "") -> WarmClient | None:
+    """The server that holds ``db_path``, if one is running, serves the API and answers."""
+    info = server_of(db_path)
+    if info is None or info["kind"] not in SERVING_API:
+        return None
+    client = WarmClient(info["url"], token)
     try:
         client.call("GET", "/health", timeout=2.0)
     except (ServerError, OSError):

@@ -21,7 +21,7 @@ from ..domain.inputs import parse_moment
 from ..errors import AccessDenied, ApplianceError, NotFoundError
 from .access import AccessPolicy
 
-__all__ = ["build_mcp", "serve_mcp_stdio", "serve_mcp_http"]
+__all__ = ["build_mcp", "serve_mcp_stdio", "serve_mcp_http", "mcp_http_asgi"]
 
 T = TypeVar("T")
 
@@ -169,10 +169,15 @@ def serve_mcp_http(app: Appliance, host: str = "127.0.0.1", port: int = 8766) ->
     require_key_beyond_loopback(host, not policy.open, "set APPLIANCE_TOKEN or bind 127.0.0.1")
     app.warm_up()
     server = build_mcp(app)
+    serve_asgi(guarded(mcp_http_asgi(server, policy, host), app, host), app, host, port, "mcp")
+
+
+def mcp_http_asgi(server: Any, policy: AccessPolicy, host: str) -> Any:
+    """MCP over streamable HTTP at ``/mcp`` with the key check; its session manager runs in the
+    lifespan of the Starlette app returned (``server.session_manager.run()`` when mounted)."""
     # replies as JSON in the POST's own response, not over an SSE stream: a stop (SIGTERM) waits
     # for in-flight requests, and a reply streamed from the session's task was cut off with it
-    asgi = _KeyCheck(server.streamable_http_app(host=host, json_response=True), policy)
-    serve_asgi(guarded(asgi, app, host), app, host, port, "mcp")
+    return _KeyCheck(server.streamable_http_app(host=host, json_response=True), policy)
 
 
 class _KeyCheck:

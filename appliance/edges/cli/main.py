@@ -46,10 +46,22 @@ def _friendly(fn: F) -> F:
 
 def _app(ctx: click.Context) -> Any:
     from ...api import Appliance
+    from ...errors import StoreLockedError
+    from ..client import server_of
 
     o = ctx.obj
     if "app" not in o:
-        o["app"] = Appliance(schema=o["schema"], db=o["db"], model=o["model"], create=o.get("create", True))
+        try:
+            o["app"] = Appliance(schema=o["schema"], db=o["db"], model=o["model"], create=o.get("create", True))
+        except StoreLockedError:
+            holder = server_of(Path(o["db"]) if o["db"] else Settings.from_env().db_path)
+            if holder is None:
+                raise
+            raise StoreLockedError(
+                f"this memory is held by `appliance {holder['kind']}` (pid {holder['pid']}) at {holder['url']}",
+                hint="stop it first, or use it: record, recall, query, edit, delete, export, backup and "
+                "schema show/history go to it by themselves",
+            ) from None
         ctx.call_on_close(o["app"].close)
     return o["app"]
 
@@ -476,16 +488,23 @@ def import_(ctx: click.Context, path: str) -> None:
 @click.pass_context
 @_friendly
 def serve(ctx: click.Context, host: str, port: int, auth: str | None) -> None:
-    """Start the offline Gradio panel (stops cleanly on SIGTERM/SIGINT)."""
-    from ..http import guarded
-    from ..serving import require_key_beyond_loopback, serve_asgi
-    from ..ui.panel import panel_asgi
+    """Serve every edge from one process: the panel at /, the HTTP API (OpenAPI at
+    /openapi.json) and MCP over streamable HTTP at /mcp, one warm model and one writer; the CLI
+    talks to it while it runs. Stops cleanly on SIGTERM/SIGINT.
 
-    require_key_beyond_loopback(host, bool(auth), "pass --auth user:password or bind 127.0.0.1")
-    creds = tuple(auth.split(":", 1)) if auth else None
+    Beyond loopback it needs a key (APPLIANCE_TOKEN / APPLIANCE_KEYS_FILE): the panel then
+    logs in with --auth user:password, or with an admin key as the password."""
+    from ..access import AccessPolicy
+    from ..http import guarded
+    from ..hub import build_hub
+    from ..serving import require_key_beyond_loopback, serve_asgi
+
+    policy = AccessPolicy.from_settings(Settings.from_env())  # refused before the memory is opened
+    require_key_beyond_loopback(host, not policy.open, "set APPLIANCE_TOKEN (or a keys file) or bind 127.0.0.1")
     app = _app(ctx)
-    app.warm_up()  # the panel answers its first message as fast as the next
-    serve_asgi(guarded(panel_asgi(app, creds), app, host), app, host, port, "panel")  # type: ignore[arg-type]
+    creds = tuple(auth.split(":", 1)) if auth else None
+    app.warm_up()  # the first message is answered as fast as the next
+    serve_asgi(guarded(build_hub(app, policy, host, creds), app, host), app, host, port, "serve")  # type: ignore[arg-type]
 
 
 @main.command("http")

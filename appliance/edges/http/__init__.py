@@ -25,9 +25,12 @@ __all__ = ["build_http", "serve_http", "guarded", "LOOPBACK"]
 LOOPBACK = LOCAL_NAMES
 
 
-def build_http(app: Appliance, policy: AccessPolicy | None = None) -> FastAPI:
-    """The FastAPI application over ``app`` (without the guard; ``guarded`` adds it)."""
-    api = FastAPI(title="Memory appliance", version="0.2.0", docs_url=None, redoc_url=None, openapi_url=None)
+def build_http(app: Appliance, policy: AccessPolicy | None = None, lifespan: Any = None) -> FastAPI:
+    """The FastAPI application over ``app`` (without the guard; ``guarded`` adds it).
+    ``lifespan``: what runs while it serves (the MCP session manager when one server hosts both)."""
+    api = FastAPI(
+        title="Memory appliance", version="0.2.0", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan
+    )
     install_error_contract(api)
     add_routes(api, app, policy if policy is not None else AccessPolicy.from_settings(app.settings))
     return api

@@ -515,12 +515,13 @@ def panel_login(app: Appliance, auth: tuple[str, str] | None) -> Any:
     return None if policy.open else policy.admin_login
 
 
-def panel_asgi(app: Appliance, auth: tuple[str, str] | None = None) -> Any:
-    """The panel as an ASGI application (Gradio mounted on FastAPI at ``/``)."""
+def panel_asgi(app: Appliance, auth: tuple[str, str] | None = None, root: Any = None) -> Any:
+    """The panel as an ASGI application (Gradio mounted at ``/`` on ``root``, a FastAPI
+    application whose own routes go first; a new empty one when not given)."""
     import gradio as gr
     from fastapi import FastAPI
 
-    root = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
+    root = root if root is not None else FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
     ui = build_ui(app)
     mounted = gr.mount_gradio_app(
         root,

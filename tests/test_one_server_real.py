@@ -1,0 +1,120 @@
+"""``appliance serve`` is one process for every edge: while the panel serves a memory made with
+the user's own schema, the CLI (no --schema), the HTTP API and an MCP client (the ``mcp``
+package's own) read and write the same memory; a second server on it names the holder."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+pytestmark = pytest.mark.real_model
+
+PLANTS = {
+    "schema_version": "1.0",
+    "domain": "plants",
+    "description": "My house plants, each known by the name I gave it, and what I do for them.",
+    "entities": {
+        "Plant": {
+            "description": "one of my plants, known by the name I call it",
+            "key": ["name"],
+            "attributes": [
+                {"name": "name", "kind": "string", "format": "name", "description": "the name I call the plant by"},
+                {"name": "species", "description": "what kind of plant it is, e.g. monstera, fern"},
+            ],
+        }
+    },
+    "event_types": [
+        {"name": "watered", "entity": "Plant", "attributes": ["name"], "description": "I watered a plant"},
+        {
+            "name": "repotted",
+            "entity": "Plant",
+            "attributes": ["name", "species"],
+            "description": "I moved a plant to a new pot",
+        },
+    ],
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "APPLIANCE_HOME": str(home), "OMP_WAIT_POLICY": "PASSIVE"}
+    return subprocess.run(
+        [sys.executable, "-m", "appliance", *args], capture_output=True, text=True, env=env, timeout=300
+    )
+
+
+def _payload(result: Any) -> Any:
+    assert not result.is_error, result.content
+    data = result.structured_content
+    if data is not None:
+        return data.get("result", data) if isinstance(data, dict) and set(data) == {"result"} else data
+    return json.loads(result.content[0].text)
+
+
+def test_one_server_serves_the_panel_the_api_mcp_and_the_cli_on_one_memory(tmp_path: Path) -> None:
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    home, db, schema = tmp_path / "home", str(tmp_path / "plants.duckdb"), tmp_path / "plants.json"
+    schema.write_text(json.dumps(PLANTS))
+    made = _cli(home, "--db", db, "--schema", str(schema), "--create", "db", "status", "--json")
+    assert made.returncode == 0, made.stderr
+    port = _free_port()
+    env = {**os.environ, "APPLIANCE_HOME": str(home), "OMP_WAIT_POLICY": "PASSIVE"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "appliance", "--db", db, "serve", "--port", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stderr is not None
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and "ready on" not in proc.stderr.readline():
+            if proc.poll() is not None:
+                raise AssertionError(proc.stderr.read())
+        told = _cli(home, "--db", db, "record", "I repotted Frida, my fern, this morning", "--session", "me", "--json")
+        assert told.returncode == 0, told.stderr
+        rec = json.loads(told.stdout)
+        assert rec["schema_id"] == json.loads(made.stdout)["schema_id"]  # the memory's schema, not the default
+        listed = httpx.get(f"{base}/memories", params={"session_id": "me"}).json()
+        assert rec["memory_id"] in json.dumps(listed)
+        assert httpx.get(f"{base}/schema").json()["loaded"] == {"plants": rec["schema_id"]}
+        assert "gradio" in httpx.get(f"{base}/").text.lower()  # the panel, same port
+
+        async def agent() -> Any:
+            url = f"{base}/mcp"
+            async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                return _payload(
+                    await session.call_tool("recall", {"question": "Which plant did I repot?", "session_id": "me"})
+                )
+
+        found = anyio.run(agent)
+        assert "Frida" in found["context"] and not found["not_found"]
+        second = _cli(home, "--db", db, "compact", "--dry-run")
+        assert second.returncode == 1 and "appliance serve" in second.stderr and f"{port}" in second.stderr
+        assert "Traceback" not in second.stderr
+        wrong = _cli(home, "--db", db, "--schema", "customer_service", "recall", "Frida?")
+        assert wrong.returncode == 1 and "'plants'" in wrong.stderr
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    with_file = _cli(home, "--db", db, "recall", "Which plant did I repot?", "--session", "me", "--json")
+    assert with_file.returncode == 0 and "Frida" in json.loads(with_file.stdout)["context"]

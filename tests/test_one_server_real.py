@@ -108,7 +108,19 @@ def test_one_server_serves_the_panel_the_api_mcp_and_the_cli_on_one_memory(tmp_p
 
         found = anyio.run(agent)
         assert "Frida" in found["context"] and not found["not_found"]
-        second = _cli(home, "--db", db, "compact", "--dry-run")
+        for command in (["compact", "--dry-run"], ["forget"], ["db", "merges"], ["schema", "migrations"]):
+            served = _cli(home, "--db", db, *command)  # the lifecycle commands go to the server too
+            assert served.returncode == 0 and "Traceback" not in served.stderr, (command, served.stderr)
+        status = json.loads(_cli(home, "--db", db, "db", "status", "--json").stdout)
+        assert status["counts"]["memories"] == 1 and status["schema"] == "plants"
+        renamed = PLANTS | {"schema_version": "1.1"}
+        (tmp_path / "plants2.json").write_text(json.dumps(renamed))
+        moved = _cli(home, "--db", db, "schema", "migrate", str(tmp_path / "plants2.json"), "--json")
+        assert moved.returncode == 0, moved.stderr
+        assert httpx.get(f"{base}/schema").json()["schema"]["schema_version"] == "1.1"
+        back = _cli(home, "--db", db, "schema", "revert", json.loads(moved.stdout)["migration_id"])
+        assert back.returncode == 0 and "back at 1.0" in back.stdout, back.stderr
+        second = _cli(home, "--db", db, "import", str(schema))  # needs the file itself
         assert second.returncode == 1 and "appliance serve" in second.stderr and f"{port}" in second.stderr
         assert "Traceback" not in second.stderr
         wrong = _cli(home, "--db", db, "--schema", "customer_service", "recall", "Frida?")

@@ -7,6 +7,7 @@ have ``--dry-run``, and every one prints what it did (``--json`` for machines).
 from __future__ import annotations
 
 import json
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,11 @@ def register(
     app_of: Callable[[click.Context], Any],
     out: Callable[[Any, bool, str], None],
     friendly: Callable[[Any], Any],
+    warm_of: Callable[[click.Context], Any] = lambda ctx: None,
 ) -> None:
+    """``warm_of``: the running server holding the memory, if any; every command here then
+    asks it (same results, same errors) instead of opening the file."""
+
     @main.command()
     @click.option("--entity-type", default=None, help="Only this entity type.")
     @click.option("--min-records", type=int, default=None, help="Threshold (default: retention.compact_after).")
@@ -43,7 +48,17 @@ def register(
         as_json: bool,
     ) -> None:
         """Summarise entities with many memories into one summary record each (originals kept, linked)."""
-        rows = app_of(ctx).compact(entity_type, min_records, session, dry_run=dry_run, use_model=not no_model)
+        if (warm := warm_of(ctx)) is not None:
+            body = {
+                "entity_type": entity_type,
+                "min_records": min_records,
+                "session_id": session,
+                "dry_run": dry_run,
+                "use_model": not no_model,
+            }
+            rows = warm.call("POST", "/compact", body)
+        else:
+            rows = app_of(ctx).compact(entity_type, min_records, session, dry_run=dry_run, use_model=not no_model)
         lines = [
             f"{'would summarise' if dry_run else 'summarised'} {r['entity_type']} {r['entity_id']} "
             f"({r['records']} memories){'' if dry_run else ': ' + r['summary'].replace(chr(10), ' / ')}"
@@ -59,13 +74,17 @@ def register(
     @friendly
     def forget(ctx: click.Context, apply_: bool, session: str | None, as_json: bool) -> None:
         """Show (or with --apply, delete) the records the schema's retention policies select."""
-        decisions = app_of(ctx).forget(dry_run=not apply_, session_id=session)
+        if (warm := warm_of(ctx)) is not None:
+            decisions = warm.call("POST", "/forget", {"apply": apply_, "session_id": session})
+        else:
+            decisions = [d.__dict__ for d in app_of(ctx).forget(dry_run=not apply_, session_id=session)]
         verb = "forgot" if apply_ else "would forget"
         lines = [
-            f"{verb} {d.memory_id[:8]} {d.event_type} {d.entity_type} {d.entity_id}: {d.reason} [{d.policy}]"
+            f"{verb} {d['memory_id'][:8]} {d['event_type']} {d['entity_type']} {d['entity_id']}: "
+            f"{d['reason']} [{d['policy']}]"
             for d in decisions
         ]
-        out([d.__dict__ for d in decisions], as_json, "\n".join(lines) or "no policy selects any record")
+        out(decisions, as_json, "\n".join(lines) or "no policy selects any record")
 
     @main.group()
     def session() -> None:
@@ -79,10 +98,14 @@ def register(
     @friendly
     def session_end(ctx: click.Context, session_id: str, dry_run: bool, as_json: bool) -> None:
         """End SESSION_ID and apply the retention policies to it."""
-        decisions = app_of(ctx).end_session(session_id, dry_run=dry_run)
-        lines = [f"{'would forget' if dry_run else 'forgot'} {d.memory_id[:8]}: {d.reason}" for d in decisions]
+        if (warm := warm_of(ctx)) is not None:
+            path = f"/sessions/{urllib.parse.quote(session_id, safe='')}/end?dry_run={str(dry_run).lower()}"
+            decisions = warm.call("POST", path)
+        else:
+            decisions = [d.__dict__ for d in app_of(ctx).end_session(session_id, dry_run=dry_run)]
+        lines = [f"{'would forget' if dry_run else 'forgot'} {d['memory_id'][:8]}: {d['reason']}" for d in decisions]
         out(
-            [d.__dict__ for d in decisions],
+            decisions,
             as_json,
             "\n".join(lines) or f"session {session_id} ended; nothing forgotten",
         )
@@ -94,9 +117,14 @@ def register(
     @friendly
     def db_merges(ctx: click.Context, session: str | None, as_json: bool) -> None:
         """List entity merges and corrections (which id became which, by which rule)."""
-        rows = app_of(ctx).list_merges(session)
+        if (warm := warm_of(ctx)) is not None:
+            query = f"?session_id={urllib.parse.quote(session, safe='')}" if session else ""
+            rows = warm.call("GET", "/merges" + query)
+        else:
+            rows = app_of(ctx).list_merges(session)
         lines = [
-            f"{r['ts']:%Y-%m-%d %H:%M} {r['entity_type']} {r['from_id']} → {r['to_id']} ({r['rule']})" for r in rows
+            f"{str(r['ts'])[:16].replace('T', ' ')} {r['entity_type']} {r['from_id']} → {r['to_id']} ({r['rule']})"
+            for r in rows
         ]
         out(rows, as_json, "\n".join(lines) or "no merges")
 
@@ -112,18 +140,28 @@ def register(
     ) -> None:
         """Migrate stored records to NEW_SCHEMA (reversible with `schema revert`)."""
         from ...api import resolve_schema
+        from ...config import Settings
 
-        app = app_of(ctx)
-        target = resolve_schema(new_schema, app.settings.schema_dir)
+        target = resolve_schema(new_schema, Settings.from_env().schema_dir)
         spec = json.loads(Path(spec_file).read_text(encoding="utf-8")) if spec_file else {}
+        warm = warm_of(ctx)
         if dry_run:
-            summary = app.plan_migration(target, spec).summary()
+            if warm is not None:
+                body = {"schema": target.to_json_dict(), "spec": spec, "dry_run": True}
+                summary = warm.call("POST", "/schema/migrate", body)
+            else:
+                summary = app_of(ctx).plan_migration(target, spec).summary()
             text = f"would change {summary['records_changed']} records, {summary['entities_changed']} entities"
             if summary["problems"]:
                 text += "; refused because:\n  " + "\n  ".join(summary["problems"])
             out(summary, as_json, text)
             return
-        done = app.migrate(target, spec)
+        if warm is not None:
+            done = warm.call(
+                "POST", "/schema/migrate", {"schema": target.to_json_dict(), "spec": spec, "dry_run": False}
+            )
+        else:
+            done = app_of(ctx).migrate(target, spec)
         out(
             done, as_json, f"migration {done['migration_id']}: {done['records']} records now at {target.schema_version}"
         )
@@ -135,7 +173,10 @@ def register(
     @friendly
     def schema_revert(ctx: click.Context, migration_id: str, as_json: bool) -> None:
         """Undo a migration: every changed row is restored exactly."""
-        done = app_of(ctx).revert_migration(migration_id)
+        if (warm := warm_of(ctx)) is not None:
+            done = warm.call("POST", f"/schema/migrations/{urllib.parse.quote(migration_id, safe='')}/revert")
+        else:
+            done = app_of(ctx).revert_migration(migration_id)
         out(done, as_json, f"reverted {migration_id}: {done['records']} records back at {done['schema_version']}")
 
     @schema.command("migrations")
@@ -144,7 +185,8 @@ def register(
     @friendly
     def schema_migrations(ctx: click.Context, as_json: bool) -> None:
         """List applied migrations (and whether they were reverted)."""
-        rows = app_of(ctx).list_migrations()
+        warm = warm_of(ctx)
+        rows = warm.call("GET", "/schema/migrations") if warm is not None else app_of(ctx).list_migrations()
         lines = [
             f"{r['migration_id']} {r['spec']['from_version']} → {r['spec']['to_version']} "
             f"{r['records']} records{' (reverted)' if r['reverted_at'] else ''}"

@@ -59,8 +59,8 @@ def _app(ctx: click.Context) -> Any:
                 raise
             raise StoreLockedError(
                 f"this memory is held by `appliance {holder['kind']}` (pid {holder['pid']}) at {holder['url']}",
-                hint="stop it first, or use it: record, recall, query, edit, delete, export, backup and "
-                "schema show/history go to it by themselves",
+                hint="stop it first, or use it: every command but import and restore goes to it by itself, "
+                "and an agent connects to its /mcp",
             ) from None
         ctx.call_on_close(o["app"].close)
     return o["app"]
@@ -379,7 +379,10 @@ def db() -> None:
 @_friendly
 def db_status(ctx: click.Context, as_json: bool) -> None:
     """Row counts and schema of the database."""
-    st = _app(ctx).status()
+    if (warm := _warm(ctx)) is not None:
+        st = {k: v for k, v in warm.call("GET", "/health").items() if k != "ok"}
+    else:
+        st = _app(ctx).status()
     _out(st, as_json, "\n".join(f"{k}: {v}" for k, v in st.items()))
 
 
@@ -601,4 +604,4 @@ if __name__ == "__main__":
 
 from .lifecycle import register  # noqa: E402 - commands that need main/schema/db defined above
 
-register(main, schema, db, _app, _out, _friendly)
+register(main, schema, db, _app, _out, _friendly, _warm)

@@ -17,7 +17,7 @@ from starlette.background import BackgroundTask
 
 from ...api import Appliance
 from ...domain.inputs import parse_moment
-from ...domain.loading import schema_problems
+from ...domain.loading import parse_schema, schema_problems
 from ...domain.records import MemoryRecord, RecallQuery, RecallResult
 from ...errors import NotFoundError
 from ..access import AccessPolicy, Grant
@@ -50,11 +50,18 @@ class CompactIn(BaseModel):
     min_records: int | None = Field(default=None, ge=2)
     session_id: str | None = Field(default=None, description="required unless the key is an admin")
     dry_run: bool = False
+    use_model: bool = Field(default=True, description="false: facts-only summaries (no model-written sentence)")
 
 
 class ForgetIn(BaseModel):
     apply: bool = False  # default is a dry run
     session_id: str | None = Field(default=None, description="required unless the key is an admin")
+
+
+class MigrateIn(BaseModel):
+    schema_: dict[str, Any] = Field(alias="schema", description="the new schema (its file form)")
+    spec: dict[str, Any] = Field(default_factory=dict, description="renames and drops (schema migrate --spec)")
+    dry_run: bool = True  # default: what would change
 
 
 class QueryIn(BaseModel):
@@ -176,6 +183,28 @@ def add_routes(api: FastAPI, app: Appliance, policy: AccessPolicy) -> None:
         """Every schema version the memory held, oldest first (`loaded`: held now)."""
         return app.schema_history()
 
+    @api.get("/schema/migrations")
+    def migrations(who: Grant = Depends(grant)) -> list[dict[str, Any]]:
+        """Applied schema migrations, newest first, and whether each was reverted (admin only)."""
+        who.check_admin("listing migrations")
+        return app.list_migrations()
+
+    @api.post("/schema/migrate")
+    def migrate(body: MigrateIn, who: Grant = Depends(grant)) -> dict[str, Any]:
+        """Move every stored record to a new schema (a dry run unless `dry_run` is false); refused
+        if any record would not fit; the memory holds the new schema after (admin only)."""
+        who.check_admin("a schema migration")
+        target = parse_schema(body.schema_)
+        if body.dry_run:
+            return app.plan_migration(target, body.spec).summary()
+        return app.migrate(target, body.spec)
+
+    @api.post("/schema/migrations/{migration_id}/revert")
+    def revert(migration_id: str, who: Grant = Depends(grant)) -> dict[str, Any]:
+        """Undo a migration: every row it changed is restored, the schema switched back (admin only)."""
+        who.check_admin("reverting a migration")
+        return app.revert_migration(migration_id)
+
     @api.post("/schema/validate")
     def validate(raw: dict[str, Any], _: Grant = Depends(grant)) -> dict[str, Any]:
         """Check a schema: every problem, each naming its field."""
@@ -186,7 +215,7 @@ def add_routes(api: FastAPI, app: Appliance, policy: AccessPolicy) -> None:
     def compact(body: CompactIn, who: Grant = Depends(grant)) -> list[dict[str, Any]]:
         """Compact busy entities into summary records (dry run first)."""
         scope = who.scope(body.session_id, "compacting")
-        return app.compact(body.entity_type, body.min_records, scope, dry_run=body.dry_run)
+        return app.compact(body.entity_type, body.min_records, scope, dry_run=body.dry_run, use_model=body.use_model)
 
     @api.post("/forget")
     def forget(body: ForgetIn, who: Grant = Depends(grant)) -> list[dict[str, Any]]:

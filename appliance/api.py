@@ -56,6 +56,8 @@ __all__ = ["Appliance", "resolve_schema", "MAX_TEXT_CHARS", "clean_text", "clean
 log = logging.getLogger("appliance")
 
 SchemaSpec = str | Path | MemorySchema | dict[str, Any]
+# a long step's progress: (stage, done, total or None when unknown); edges draw it
+Progress = Callable[[str, int, int | None], None]
 MAINTAIN_EVERY = 1000  # records between checks that the vector index still fits its size
 # a question waits at most this long for the vectors of what was told before it in this process
 # (milliseconds usually; the encoder's first load takes seconds on a busy machine)
@@ -655,7 +657,9 @@ class Appliance:
         return self.store.delete_record(clean_memory_id(memory_id))
 
     # --- import / export / backup --------------------------------------------------------
-    def export(self, path: str | Path, fmt: str | None = None, force: bool = False) -> int:
+    def export(
+        self, path: str | Path, fmt: str | None = None, force: bool = False, progress: Progress | None = None
+    ) -> int:
         """Write every record to ``path`` as JSONL or Parquet (``fmt``, else the file's
         extension); never overwrites without ``force``; written to a temporary file beside it
         and renamed, so a full disk leaves no half file under the name."""
@@ -671,7 +675,7 @@ class Appliance:
             raise InputError(f"no directory {target.parent}", hint="create it first")
         tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
         try:
-            n = self.export_jsonl(tmp) if fmt == "jsonl" else self.export_parquet(tmp)
+            n = self.export_jsonl(tmp, progress) if fmt == "jsonl" else self.export_parquet(tmp)
             tmp.replace(target)
         except OSError as exc:
             tmp.unlink(missing_ok=True)
@@ -683,12 +687,17 @@ class Appliance:
             raise
         return n
 
-    def export_jsonl(self, path: Path) -> int:
+    def export_jsonl(self, path: Path, progress: Progress | None = None) -> int:
         n = 0
+        total = self.store.counts().get("memories") if progress else None
         with Path(path).open("w", encoding="utf-8") as fh:
             for rec in self.store.records.iter():
                 fh.write(rec.model_dump_json() + "\n")
                 n += 1
+                if progress and n % 500 == 0:
+                    progress("exporting", n, total)
+        if progress:
+            progress("exporting", n, n)
         return n
 
     def export_parquet(self, path: Path) -> int:
@@ -712,7 +721,7 @@ class Appliance:
         self._indexed = False
         return self.store.counts()
 
-    def import_jsonl(self, path: Path) -> tuple[int, list[str]]:
+    def import_jsonl(self, path: Path, progress: Progress | None = None) -> tuple[int, list[str]]:
         """Import records exported by ``export_jsonl``; bad lines are reported, not fatal."""
         parsed: list[tuple[int, MemoryRecord | str]] = []
         for lineno, line in enumerate(_lines(Path(path)), 1):
@@ -720,9 +729,11 @@ class Appliance:
                 parsed.append((lineno, MemoryRecord.model_validate_json(line)))
             except ValidationError as exc:
                 parsed.append((lineno, exc.errors()[0]["msg"]))
-        return self._import(parsed)
+            if progress and lineno % 1000 == 0:
+                progress("reading", lineno, None)
+        return self._import(parsed, progress)
 
-    def import_parquet(self, path: Path) -> tuple[int, list[str]]:
+    def import_parquet(self, path: Path, progress: Progress | None = None) -> tuple[int, list[str]]:
         """Import a Parquet export (memory rows; relationships are re-derived from refs)."""
         parsed: list[tuple[int, MemoryRecord | str]] = []
         for i, raw in enumerate(self.store.records.read_parquet_rows(Path(path)), 1):
@@ -739,9 +750,11 @@ class Appliance:
                 ent = self.schema.entity(rec.entity_type or "")
                 rec.relationships = derived_links(self.schema, ent, rec.entity_id, rec.attributes)
             parsed.append((i, rec))
-        return self._import(parsed)
+        return self._import(parsed, progress)
 
-    def _import(self, parsed: list[tuple[int, MemoryRecord | str]]) -> tuple[int, list[str]]:
+    def _import(
+        self, parsed: list[tuple[int, MemoryRecord | str]], progress: Progress | None = None
+    ) -> tuple[int, list[str]]:
         problems: list[str] = []
         existing = self.store.records.ids()
         batch: list[MemoryRecord] = []
@@ -760,6 +773,10 @@ class Appliance:
                 batch.append(item)
         for start in range(0, len(batch), 5000):
             self.store.write_many(batch[start : start + 5000])
+            if progress:
+                progress("storing", min(start + 5000, len(batch)), len(batch))
+        if progress:
+            progress("indexing", 0, None)
         if self.indexer is not None:  # a large import is embedded in the background
             self.indexer.notify()
         else:
@@ -767,6 +784,8 @@ class Appliance:
         self.backfill_lexical()
         self.backfill_days()
         self.store.maintain()
+        if progress:
+            progress("indexing", 1, 1)
         return len(batch), problems
 
     def schema_suggestions(self, limit: int = 5000) -> list[dict[str, Any]]:
@@ -822,9 +841,12 @@ class Appliance:
         session_id: str | None = None,
         dry_run: bool = False,
         use_model: bool = True,
+        progress: Progress | None = None,
     ) -> list[dict[str, Any]]:
         """Summarise busy entities into one summary record each (see ``lifecycle.service``)."""
-        return self.lifecycle.compact(entity_type, min_records, session_id, dry_run=dry_run, use_model=use_model)
+        return self.lifecycle.compact(
+            entity_type, min_records, session_id, dry_run=dry_run, use_model=use_model, progress=progress
+        )
 
     def summary_sources(self, summary_id: str) -> list[MemoryRecord]:
         return self.lifecycle.summary_sources(summary_id)

@@ -52,6 +52,7 @@ class LifecycleService:
         session_id: str | None = None,
         dry_run: bool = False,
         use_model: bool = True,
+        progress: Callable[[str, int, int | None], None] | None = None,
     ) -> list[dict[str, Any]]:
         """Summarise entities with many uncovered memories into one summary record each.
 
@@ -71,13 +72,19 @@ class LifecycleService:
                 f"no compaction threshold for {entity_type!r}",
                 hint="pass min_records or set retention.compact_after in the schema",
             )
+        found = [
+            (schema, etype, busy)
+            for etype, (schema, threshold) in targets.items()
+            for busy in self.store.lifecycle.entities_to_compact(etype, threshold, session_id)
+        ]
         out: list[dict[str, Any]] = []
-        for etype, (schema, threshold) in targets.items():
-            for session, eid, count in self.store.lifecycle.entities_to_compact(etype, threshold, session_id):
-                row: dict[str, Any] = {"session_id": session, "entity_type": etype, "entity_id": eid, "records": count}
-                if not dry_run:
-                    row.update(self._compact_one(schema, session, etype, eid, use_model))
-                out.append(row)
+        for i, (schema, etype, (session, eid, count)) in enumerate(found, 1):
+            row: dict[str, Any] = {"session_id": session, "entity_type": etype, "entity_id": eid, "records": count}
+            if not dry_run:
+                row.update(self._compact_one(schema, session, etype, eid, use_model))
+                if progress:
+                    progress("compacting", i, len(found))
+            out.append(row)
         return out
 
     def _compact_one(self, schema: MemorySchema, session: str, etype: str, eid: str, use_model: bool) -> dict[str, Any]:

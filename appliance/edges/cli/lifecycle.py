@@ -58,7 +58,12 @@ def register(
             }
             rows = warm.call("POST", "/compact", body)
         else:
-            rows = app_of(ctx).compact(entity_type, min_records, session, dry_run=dry_run, use_model=not no_model)
+            from .progress import bars
+
+            with bars() as report:
+                rows = app_of(ctx).compact(
+                    entity_type, min_records, session, dry_run=dry_run, use_model=not no_model, progress=report
+                )
         lines = [
             f"{'would summarise' if dry_run else 'summarised'} {r['entity_type']} {r['entity_id']} "
             f"({r['records']} memories){'' if dry_run else ': ' + r['summary'].replace(chr(10), ' / ')}"

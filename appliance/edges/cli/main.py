@@ -15,6 +15,7 @@ import click
 
 from ...config import Settings
 from ...errors import ApplianceError
+from .progress import bars, spinner
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -64,6 +65,13 @@ def _app(ctx: click.Context) -> Any:
             ) from None
         ctx.call_on_close(o["app"].close)
     return o["app"]
+
+
+def _loaded(app: Any) -> Any:
+    """``app`` with its model loaded, a spinner on the terminal meanwhile (7–10 s)."""
+    with spinner("loading the model…"):
+        app.engine  # noqa: B018 - the property loads it
+    return app
 
 
 def _warm(ctx: click.Context) -> Any:
@@ -147,7 +155,7 @@ def record(ctx: click.Context, text: str, session: str, use: str | None, at: str
         body = {"text": text, "session_id": session, "schema_name": use, "at": at}
         rec = MemoryRecord.model_validate(warm.call("POST", "/record", body))
     else:
-        rec = _app(ctx).record(text, session_id=session, schema=use, now=when)
+        rec = _loaded(_app(ctx)).record(text, session_id=session, schema=use, now=when)
     _out(rec.model_dump(mode="json"), as_json, f"{rec.status} {rec.memory_id[:8]} {rec.summary()}")
 
 
@@ -171,7 +179,7 @@ def recall(ctx: click.Context, question: str, session: str, use: str | None, at:
         body = {"question": question, "session_id": session, "schema_name": use, "at": at}
         res = RecallResult.model_validate(warm.call("POST", "/recall", body))
     else:
-        res = _app(ctx).recall(question, session_id=session, schema=use, now=when)
+        res = _loaded(_app(ctx)).recall(question, session_id=session, schema=use, now=when)
     _out(
         res.model_dump(mode="json"),
         as_json,
@@ -405,7 +413,8 @@ def export(ctx: click.Context, path: str, fmt: str | None, force: bool) -> None:
         size = warm.download(f"/export?format={kind}", Path(path), force=force)
         click.echo(f"exported {size} bytes to {path} (from the running server)")
         return
-    n = _app(ctx).export(path, fmt=fmt, force=force)
+    with bars() as report:
+        n = _app(ctx).export(path, fmt=fmt, force=force, progress=report)
     click.echo(f"exported {n} records to {path}")
 
 
@@ -474,7 +483,8 @@ def edit(ctx: click.Context, memory_id: str, changes: str, as_json: bool) -> Non
 def import_(ctx: click.Context, path: str) -> None:
     """Import records from a JSONL or Parquet export (existing ids are skipped)."""
     app = _app(ctx)
-    n, problems = (app.import_parquet if path.endswith(".parquet") else app.import_jsonl)(Path(path))
+    with bars() as report:
+        n, problems = (app.import_parquet if path.endswith(".parquet") else app.import_jsonl)(Path(path), report)
     click.echo(f"imported {n} records" + (f", {len(problems)} bad lines" if problems else ""))
     for p in problems[:20]:
         click.echo(f"  {p}", err=True)
@@ -506,7 +516,8 @@ def serve(ctx: click.Context, host: str, port: int, auth: str | None) -> None:
     require_key_beyond_loopback(host, not policy.open, "set APPLIANCE_TOKEN (or a keys file) or bind 127.0.0.1")
     app = _app(ctx)
     creds = tuple(auth.split(":", 1)) if auth else None
-    app.warm_up()  # the first message is answered as fast as the next
+    with spinner("loading the model and the encoder…"):
+        app.warm_up()  # the first message is answered as fast as the next
     serve_asgi(guarded(build_hub(app, policy, host, creds), app, host), app, host, port, "serve")  # type: ignore[arg-type]
 
 
@@ -557,7 +568,7 @@ def demo(ctx: click.Context, session: str) -> None:
         for p in (scratch, scratch.with_name(scratch.name + ".wal")):
             p.unlink(missing_ok=True)
         ctx.obj["db"] = str(scratch)
-    app = _app(ctx)
+    app = _loaded(_app(ctx))
     click.echo(f"model: {app.status()['model']}  schema: {app.schema.domain}  db: {app.status()['db']}")
     for msg in DEMO_MESSAGES:
         t = time.perf_counter()

@@ -16,3 +16,12 @@ def test_every_schema_example_in_the_docs_loads() -> None:
     assert len(blocks) >= 2
     domains = [parse_schema(json.loads(b)).domain for b in blocks]
     assert domains == ["houseplants", "家电"]
+
+
+def test_the_generated_reference_pages_match_the_code() -> None:
+    """docs/cli.md and the operations of docs/http.md are what scripts/gen-docs writes now:
+    a command, option or route changed without regenerating them fails here."""
+    from appliance.edges.reference import pages
+
+    for path, text in pages().items():
+        assert path.read_text(encoding="utf-8") == text, f"{path.name} is out of date: run scripts/gen-docs"

@@ -293,6 +293,61 @@ def schema_import(
     )
 
 
+@schema.command("new")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--domain", default=None, help="What the memory is about, one word (asked when missing).")
+@click.option("--description", default=None, help="A sentence saying what is remembered.")
+@click.option(
+    "--entity",
+    "entities",
+    multiple=True,
+    help="'Plant: name*, species, height (number), room (enum: kitchen | living room)'; * marks what "
+    "it is known by (default: the first); kinds are guessed from names when not given. Repeatable.",
+)
+@click.option("--event", "events", multiple=True, help="'watered' or 'watered: Plant'. Repeatable.")
+@click.option("--language", "languages", multiple=True, help="Language pack(s) the schema speaks (en, zh).")
+@click.option("--force", is_flag=True, help="Overwrite FILE.")
+@_friendly
+def schema_new(
+    file: str,
+    domain: str | None,
+    description: str | None,
+    entities: tuple[str, ...],
+    events: tuple[str, ...],
+    languages: tuple[str, ...],
+    force: bool,
+) -> None:
+    """Write a first schema to FILE from a few answers (asked for on a terminal, or given as
+    options), validated; then edit its descriptions and `appliance --schema FILE --create …`."""
+    from ...domain.loading import parse_schema
+    from ...domain.scaffold import scaffold
+
+    target = Path(file)
+    if target.exists() and not force:
+        raise click.ClickException(f"{file} exists\n  hint: pass --force to replace it")
+    asking = not entities  # no --entity: ask for everything missing
+    domain = domain or click.prompt("What is the memory about (one word, e.g. plants)")
+    if description is None:
+        description = click.prompt("In a sentence", default="") if asking else ""
+    if asking:
+        asked = []
+        while spec := click.prompt("An entity and its attributes (Plant: name, species; empty: done)", default=""):
+            asked.append(spec)
+        entities = tuple(asked)
+    if asking and not events:
+        asked = []
+        while spec := click.prompt("An event (watered: Plant; empty: done)", default=""):
+            asked.append(spec)
+        events = tuple(asked)
+    data = scaffold(domain, description, list(entities), list(events), languages)
+    parse_schema(data)
+    target.write_text(json.dumps(data, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+    click.echo(
+        f"wrote {file}: {len(data['entities'])} entities, {len(data['event_types'])} events; rewrite the "
+        "descriptions in your words (the extraction reads them), then `appliance schema validate` it"
+    )
+
+
 @schema.command("compile")
 @click.argument("name_or_file", default="customer_service")
 @click.option("--force", is_flag=True, help="Rebuild even if the cached grammar is current.")

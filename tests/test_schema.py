@@ -156,3 +156,26 @@ def test_a_pydantic_import_keeps_enums_takes_a_key_and_needs_no_pythonpath(tmp_p
     ent = parse_schema(data).entity("Invoice")
     assert ent.attribute("status") is not None and ent.attribute("status").enum_values == ("open", "paid")  # type: ignore[union-attr]
     assert ent.key == ("number",)
+
+
+def test_an_import_says_what_it_dropped(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from appliance.domain.importers import import_schema
+
+    js = {
+        "title": "Trip",
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "legs": {"type": "object", "properties": {"from": {"type": "string"}}},
+            "either": {"oneOf": [{"type": "string"}, {"type": "integer"}]},
+        },
+    }
+    path = tmp_path / "trip.json"
+    path.write_text(json.dumps(js))
+    dropped: list[str] = []
+    [data] = import_schema(path, dropped=dropped)
+    assert [a["name"] for a in data["entities"]["Trip"]["attributes"]] == ["city"]
+    assert dropped == [
+        "Trip.legs: a nested object (its own entity when it is one of the schema's definitions)",
+        "Trip.either: a choice between several types",
+    ]

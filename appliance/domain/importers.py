@@ -202,8 +202,9 @@ def _json_attr(name: str, prop: dict[str, Any], defs: dict[str, Any] | None = No
     return attr
 
 
-def from_json_schema(js: dict[str, Any], domain: str | None = None) -> dict[str, Any]:
-    """An object JSON Schema (with its ``$defs`` objects) → a memory schema (file form)."""
+def from_json_schema(js: dict[str, Any], domain: str | None = None, dropped: list[str] | None = None) -> dict[str, Any]:
+    """An object JSON Schema (with its ``$defs`` objects) → a memory schema (file form).
+    ``dropped`` collects each property that became no attribute, and why."""
     if not isinstance(js, dict):
         raise SchemaError("a JSON Schema must be an object")
     objects: dict[str, dict[str, Any]] = {}
@@ -220,6 +221,9 @@ def from_json_schema(js: dict[str, Any], domain: str | None = None) -> dict[str,
     for ent, obj in objects.items():
         props = obj.get("properties") or {}
         attrs = [a for n, p in props.items() if isinstance(p, dict) and (a := _json_attr(n, p, defs))]
+        if dropped is not None:
+            kept = {a["name"] for a in attrs}
+            dropped += [f"{ent}.{n}: {_why_not(p)}" for n, p in props.items() if _name(str(n), "field") not in kept]
         if not attrs:
             continue
         names = [a["name"] for a in attrs]
@@ -253,7 +257,20 @@ def from_json_schema(js: dict[str, Any], domain: str | None = None) -> dict[str,
     }
 
 
-def from_pydantic(spec: str) -> dict[str, Any]:
+def _why_not(prop: Any) -> str:
+    """Why a property is no attribute (said to the user, never silent)."""
+    if not isinstance(prop, dict):
+        return "not a property object"
+    if prop.get("type") == "object" or "$ref" in prop or "allOf" in prop:
+        return "a nested object (its own entity when it is one of the schema's definitions)"
+    if "anyOf" in prop or "oneOf" in prop:
+        return "a choice between several types"
+    if "enum" in prop:
+        return "an enum with no usable value"
+    return f"type {prop.get('type', 'unknown')!r} has no attribute kind"
+
+
+def from_pydantic(spec: str, dropped: list[str] | None = None) -> dict[str, Any]:
     """``module:Class`` of an importable pydantic model → a memory schema (file form)."""
     module, _, cls_name = spec.partition(":")
     if not module or not cls_name:
@@ -270,7 +287,7 @@ def from_pydantic(spec: str) -> dict[str, Any]:
             f"cannot import {spec[:200]}: {type(exc).__name__}: {str(exc)[:300]}",
             hint="the module must be importable from here and the class a pydantic model",
         ) from None
-    return from_json_schema(js, domain=cls_name)
+    return from_json_schema(js, domain=cls_name, dropped=dropped)
 
 
 def detect_format(source: Any) -> str:
@@ -283,14 +300,19 @@ def detect_format(source: Any) -> str:
 
 
 def import_schema(
-    source: str | Path, fmt: str = "auto", service: str | None = None, languages: tuple[str, ...] = ()
+    source: str | Path,
+    fmt: str = "auto",
+    service: str | None = None,
+    languages: tuple[str, ...] = (),
+    dropped: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Memory schemas (file form) from a file (SGD / JSON Schema) or a ``module:Class``."""
+    """Memory schemas (file form) from a file (SGD / JSON Schema) or a ``module:Class``;
+    ``dropped`` collects what a JSON Schema or pydantic model held that became no attribute."""
     if fmt not in FORMATS:
         raise SchemaError(f"unknown import format {fmt!r}", hint=f"use one of {', '.join(FORMATS)}")
     p = Path(source)
     if fmt == "pydantic" or (fmt == "auto" and not p.exists() and ":" in str(source)):
-        return [from_pydantic(str(source))]
+        return [from_pydantic(str(source), dropped)]
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -308,6 +330,6 @@ def import_schema(
                 if not services:
                     raise SchemaError(f"no service {service!r} in {p.name}")
             return [from_sgd(s, languages) for s in services]
-        return [from_json_schema(data)]
+        return [from_json_schema(data, dropped=dropped)]
     except RecursionError:  # anyOf inside anyOf … thousands deep
         raise SchemaError(f"{p.name} is nested too deeply to import", hint="flatten the schema") from None

@@ -272,9 +272,12 @@ def schema_import(
     from ...domain.importers import import_schema
     from ...domain.loading import parse_schema
 
-    schemas = import_schema(source, fmt=fmt, service=service, languages=languages)
+    dropped: list[str] = []
+    schemas = import_schema(source, fmt=fmt, service=service, languages=languages, dropped=dropped)
     for data in schemas:
         parse_schema(data)  # an importer must never emit a schema the loader refuses
+    for what in dropped:  # never silent about what did not come across
+        click.echo(f"dropped {what}", err=True)
     if out_dir is None:
         click.echo(json.dumps(schemas if len(schemas) > 1 else schemas[0], ensure_ascii=False, indent=2))
         return

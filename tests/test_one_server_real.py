@@ -108,6 +108,21 @@ def test_one_server_serves_the_panel_the_api_mcp_and_the_cli_on_one_memory(tmp_p
 
         found = anyio.run(agent)
         assert "Frida" in found["context"] and not found["not_found"]
+
+        async def desktop_agent() -> Any:  # starts `appliance mcp` (stdio) as a desktop agent does
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(command=sys.executable, args=["-m", "appliance", "--db", db, "mcp"], env=env)
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                tools = {t.name for t in (await session.list_tools()).tools}
+                assert {"record", "recall"} <= tools
+                schemas = await session.read_resource("appliance://schemas")
+                assert "plants" in json.loads(schemas.contents[0].text)
+                return _payload(await session.call_tool("recall", {"question": "Which plant?", "session_id": "me"}))
+
+        relayed = anyio.run(desktop_agent)  # relayed to the server: no lock error, same memory
+        assert "Frida" in relayed["context"]
         for command in (["compact", "--dry-run"], ["forget"], ["db", "merges"], ["schema", "migrations"]):
             served = _cli(home, "--db", db, *command)  # the lifecycle commands go to the server too
             assert served.returncode == 0 and "Traceback" not in served.stderr, (command, served.stderr)

@@ -604,11 +604,16 @@ def mcp_server(ctx: click.Context, over_http: bool, host: str, port: int) -> Non
     """Serve the appliance to MCP clients (desktop agents): stdio by default, or --http.
 
     Tools: record, recall, query, list_entities, get_entity, edit_memory, delete_memory, forget;
-    resources: the loaded schemas and each session's entities."""
+    resources: the loaded schemas and each session's entities. While `appliance serve` (or
+    `http`) holds the memory, stdio relays every request to that server's /mcp."""
     from ..mcp_server import serve_mcp_http, serve_mcp_stdio
 
     if over_http:
         serve_mcp_http(_app(ctx), host=host, port=port)
+    elif (warm := _warm(ctx)) is not None:  # a server holds the memory: relay to its /mcp
+        from ..mcp_relay import relay_stdio
+
+        relay_stdio(warm.url + "/mcp", Settings.from_env().token)
     else:
         serve_mcp_stdio(_app(ctx))
 

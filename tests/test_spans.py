@@ -362,8 +362,24 @@ def test_a_cjk_piece_is_also_offered_without_the_verb_glued_after_it() -> None:
     spans = find_spans(language_for(("zh",)), "红烧肉做了，酱油用完了", NOW)
     cut = {s.text for s in spans if s.kind == "text" and s.cut}
     whole = {s.text for s in spans if s.kind == "text" and not s.cut}
-    assert {"红烧肉", "酱油"} <= cut  # the noun without "做" / "用完"
-    assert "红烧肉做" in whole  # the piece itself stays, unmarked: the scorer weighs the cut
+    verbal = {s.text for s in spans if s.kind == "text" and s.verbal}
+    assert {"红烧肉", "酱油"} <= whole - verbal  # the noun without "做" / "用完": whole words
+    assert {"红烧肉做", "酱油用完"} <= verbal  # the piece itself stays, marked: the scorer weighs it
+    assert "烧肉做" in cut  # an edge inside a word ("红烧肉")
+
+
+def test_a_function_word_inside_a_noun_does_not_cut_it() -> None:
+    from appliance.extract.spans import find_spans
+
+    texts = {s.text for s in find_spans(language_for(("zh",)), "卧室的被子装了2号箱，水电过户还没办", NOW)}
+    assert {"被子", "水电过户"} <= texts
+
+
+def test_a_title_in_book_quotes_is_one_value() -> None:
+    from appliance.extract.spans import find_spans
+
+    spans = find_spans(language_for(("zh",)), "《童年的回忆》开始练了", NOW)
+    assert any(s.text == "童年的回忆" and s.quoted for s in spans)
 
 
 def test_a_negation_ends_the_cjk_thing_it_follows() -> None:

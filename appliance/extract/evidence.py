@@ -28,9 +28,11 @@ their aliases. For a message, every (attribute, span) pair the gate admits gets 
   the session already holds ("Biscuit" again: a later note naming it updates it). Task dialogues'
   schemas declare no keys: what these are worth is learned from the notes of the fit set;
 * ``cut`` — a CJK piece offered without its last one or two characters (a verb or result glued
-  after a noun: "红烧肉做了", "酱油用完了"); the fit says how much a cut is worth;
+  after a noun: "红烧肉做了", "酱油用完了"), or with an edge inside a word of the segmenter
+  ("蚁搬家" of 蚂蚁|搬家); the fit says how much a cut is worth;
 * ``verbal`` — the span reads as a verb phrase (a word with a verb's shape in the language pack,
-  "keeping", "Lent Cascadia", or a CJK piece right before a word that follows only verbs: "红烧肉做|了");
+  "keeping", "Lent Cascadia", a CJK piece right before a word that follows only verbs: "红烧肉做|了",
+  or one whose last word the segmenter tags a verb, adverb or particle: "碗碟装", "小步舞曲先");
   ``inside_name`` — the span is a piece of a longer capitalised one ("Spirit" of "Spirit Island");
 * ``other_key`` — the span is the key of an entity of another type the session holds ("Magpie",
   a bike, in a note about its service): another thing the note speaks of.
@@ -188,6 +190,12 @@ def net_score(net: dict[str, Any], rows: np.ndarray) -> np.ndarray:
 _SCORER: Scorer | None = None
 
 
+def shipped_negation_scope(path: Path = SCORER_FILE) -> int:
+    """The fitted negation scope, read alone: evidence for a refit on new features is built
+    before the file's networks match them."""
+    return int(json.loads(path.read_text(encoding="utf-8")).get("negation_scope", 0))
+
+
 def scorer() -> Scorer:
     global _SCORER
     if _SCORER is None:
@@ -290,7 +298,7 @@ class SchemaEvidence:
         self.lang: Language = schema.language
         self.embedder = embedder
         # how many words after a negation it still denies (fitted with the scorer)
-        self.negation_scope = scorer().negation_scope
+        self.negation_scope = shipped_negation_scope()
         lx = self.lang.lex
         self._stop = self.lang.small_words
         # words that say "this is a yes/no attribute" ("whether", "是否") carry no content
@@ -602,7 +610,7 @@ class SchemaEvidence:
                     (not nxt or nxt[0].lower() in self._stop)
                     and (not prev or prev[0].lower() in self._stop or bool(s.cue))
                 )
-            f["verbal"] = float(self.lang.verbal(s.text, s.right))
+            f["verbal"] = float(s.verbal or self.lang.verbal(s.text, s.right))
             f["quoted"] = float(s.quoted)
             f["length"] = float(max(0, s.words - 1))
             # a value said as a modifier of the schema's own noun: the word after it ("a *comedy*

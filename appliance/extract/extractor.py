@@ -38,6 +38,7 @@ from ..domain.records import RecordDraft
 from ..domain.schema import Attribute, EntityType, MemorySchema
 from ..errors import GrammarError
 from ..lang import alternation
+from ..lang.segment import load_segmenter
 from ..model.decode import choose, constrained_greedy, llguidance_greedy
 from ..model.engine import Engine
 from ..model.grammar import CompiledGrammar, GrammarCache
@@ -220,9 +221,12 @@ class Extractor:
         self.event_weights = dict(event_weights or weights_for(schema))
 
     def prepare(self) -> None:
-        """Evaluate the prompt prefix and the content-free event prior (cached afterwards)."""
+        """Evaluate the prompt prefix and the content-free event prior (cached afterwards), and
+        load the CJK segmenter's dictionary (a second) before the first message needs it."""
         if self.mode == "grounded" and self.calibrate:
             self._prior([_j(n) for n in self.schema.event_names])
+        if self.lang.lex.verbal_tags:
+            load_segmenter()
 
     # ---------------------------------------------------------------------------------
     def extract(

@@ -16,14 +16,14 @@ decided by the attribute's kind (``evidence.py``).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import lru_cache
 
 from ..lang import Language, alternation, has_cjk
 from ..lang.dates import find_dates
 from ..lang.numbers import find_numbers
-from ..lang.segment import Token, cjk_pieces, tokens
+from ..lang.segment import Token, cjk_pieces, cjk_words, inside_word, tokens
 from ..lang.speakers import opening
 from ..lang.times import find_times
 
@@ -35,7 +35,7 @@ _CODE = re.compile(
 )
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _PHONE = re.compile(r"(?<!\d)\+?\d[\d -]{6,16}\d(?!\d)")
-_QUOTED = re.compile(r"[\"“«「『]([^\"”»」』]{2,80})[\"”»」』]")
+_QUOTED = re.compile(r"[\"“«「『《]([^\"”»」』》]{2,80})[\"”»」』》]")
 _SEPARATOR = re.compile(r"[，。？！、；：,.?!;:\s]+")
 
 
@@ -54,7 +54,8 @@ class Span:
     role: str = ""  # origin | destination | agent | "" (from the cue)
     left: str = ""  # a few words before it (evidence window)
     right: str = ""  # a few words after it
-    cut: bool = False  # a CJK piece with its last characters cut off ("红烧肉做" → "红烧肉")
+    cut: bool = False  # a CJK piece cut inside a word ("红烧肉做" → "红烧肉", "蚂蚁搬家" → "蚁搬家")
+    verbal: bool = False  # a CJK piece whose last word is a verb, adverb or particle ("碗碟装")
 
     @property
     def words(self) -> int:
@@ -186,7 +187,19 @@ def find_spans(lang: Language, text: str, now: datetime) -> list[Span]:
     spans = typed + _text_spans(lang, text, typed, make)
     for m in _QUOTED.finditer(text):
         spans.append(make(m.start(1), m.end(1), "text", m.group(1), quoted=True))
-    return _dedupe(spans)
+    return [_by_words(lang, text, s) for s in _dedupe(spans)]
+
+
+def _by_words(lang: Language, text: str, s: Span) -> Span:
+    """A CJK text span read against the segmenter's words: cut when an edge falls inside a
+    word ("蚁搬家" of 蚂蚁搬家, "钢琴搬" of 搬到), verbal when its last word is tagged a verb,
+    adverb or particle ("碗碟装", "小步舞曲先")."""
+    if s.kind != "text" or not has_cjk(s.text):
+        return s
+    cut = s.cut or inside_word(text, s.start) or inside_word(text, s.end)
+    last = [tag for a, b, tag in cjk_words(text) if s.start < b <= s.end]
+    verbal = bool(last) and last[-1] in lang.lex.verbal_tags
+    return replace(s, cut=cut, verbal=verbal) if (cut, verbal) != (s.cut, s.verbal) else s
 
 
 def _unowned(word: str, possessive: tuple[str, ...]) -> str:
@@ -290,7 +303,7 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
     for k, tok in enumerate(toks):
         if not tok.cjk:
             continue
-        pieces = cjk_pieces(lang, tok)
+        pieces = cjk_pieces(lang, tok, text)
         out += _bridged(text, pieces, suffixes, inner, typed, make)
         for piece in pieces:
             start, end = piece.start, piece.end
@@ -307,7 +320,7 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
                     and nxt is not None
                     and nxt.start == end + glued.end()
                 ):
-                    first = cjk_pieces(lang, nxt)
+                    first = cjk_pieces(lang, nxt, text)
                     if first and first[0].start == nxt.start:
                         end = first[0].end
             lead = re.search(r"[A-Za-z0-9][A-Za-z0-9.&'-]*$", text[max(0, start - 20) : start])
@@ -321,6 +334,15 @@ def _text_spans(lang: Language, text: str, typed: list[Span], make: object) -> l
             for drop in (1, 2):
                 if end - (start + drop) >= 2 and piece.end - piece.start >= drop + 3:
                     out.append(make(start + drop, end, "text", text[start + drop : end]))  # type: ignore[operator]
+            # the piece without a verb (adverb, particle) the segmenter finds at either end, cut
+            # at the word boundary ("碗碟|装", "致爱丽丝|背下来", "约|蚂蚁搬家")
+            for a, b, tag in cjk_words(text):
+                if tag not in lang.lex.verbal_tags and tag[:1] != "f":
+                    continue
+                if start < a < end and a - start >= 2:
+                    out.append(make(start, a, "text", text[start:a]))  # type: ignore[operator]
+                if start < b < end and end - b >= 2:
+                    out.append(make(b, end, "text", text[b:end]))  # type: ignore[operator]
             # names end with a name word ("…饭店"): offer the piece cut after each one
             body = text[start:end]
             for suffix in suffixes:

@@ -129,6 +129,9 @@ class Lexicon:
     # piece right before one ends with its verb ("酱油用完了", "红烧肉做了"); prepositions that
     # also follow nouns (到, 在) are left out: "北京到上海" ends with no verb
     verb_particles: tuple[str, ...] = ()
+    # part-of-speech tags of the CJK segmenter (jieba) for verbs, adverbs, prepositions,
+    # conjunctions and particles: a candidate ending in such a word reads as a clause
+    verbal_tags: frozenset[str] = frozenset()
     doubled_before_suffix: str = ""  # letters doubled before such an ending ("starr-ing" → "star")
     possessive_suffixes: tuple[str, ...] = ()  # "'s": the word before one owns what follows ("dog's name")
     # a particle between an owner and what it owns that also ends relative clauses ("弟弟*的*女朋友",

@@ -16,7 +16,18 @@ from functools import lru_cache
 
 from .language import Language
 
-__all__ = ["Token", "tokens", "search_terms", "index_terms", "INDEX_TERMS_VERSION", "cjk_pieces", "is_punct", "stem"]
+__all__ = [
+    "Token",
+    "tokens",
+    "search_terms",
+    "index_terms",
+    "INDEX_TERMS_VERSION",
+    "cjk_pieces",
+    "cjk_words",
+    "load_segmenter",
+    "is_punct",
+    "stem",
+]
 
 _TOKEN = re.compile(
     r"[A-Za-z0-9\u00C0-\u024F]+(?:['’.\-&][A-Za-z0-9\u00C0-\u024F]+)*|[\u3400-\u9fff\uf900-\ufaff]+|[^\sA-Za-z0-9\u3400-\u9fff]"
@@ -58,10 +69,45 @@ def _cjk_splitter(words: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(re.escape(w) for w in alts) or "(?!)")
 
 
-def cjk_pieces(lang: Language, tok: Token) -> list[Token]:
+@lru_cache(maxsize=64)
+def cjk_words(text: str) -> tuple[tuple[int, int, str], ...]:
+    """The words of ``text`` by a dictionary segmenter (jieba, shipped with its dictionary),
+    each (start, end, part-of-speech tag): where a CJK word begins and ends, which no list of
+    function words can tell ("蚂蚁|搬家", "被子" is no "被" + "子")."""
+    import jieba
+    import jieba.posseg
+
+    jieba.setLogLevel(60)  # its load is silent; the cache file goes to the temp folder
+    out: list[tuple[int, int, str]] = []
+    pos = 0
+    for w in jieba.posseg.lcut(text, HMM=True):
+        out.append((pos, pos + len(w.word), w.flag))
+        pos += len(w.word)
+    return tuple(out)
+
+
+def load_segmenter() -> None:
+    """Load the segmenter's dictionary now (about a second) rather than on a first message."""
+    import jieba
+    import jieba.posseg
+
+    jieba.setLogLevel(60)
+    jieba.posseg.dt.initialize()
+
+
+def inside_word(text: str, pos: int, tags: str = "") -> bool:
+    """Whether ``pos`` falls strictly inside a CJK word of ``text`` (whose tag starts with one
+    of ``tags``, when given)."""
+    return any(
+        a < pos < b and (not tags or tag[:1] in tags) for a, b, tag in cjk_words(text) if _CJK_CHAR.search(text[a:b])
+    )
+
+
+def cjk_pieces(lang: Language, tok: Token, text: str = "") -> list[Token]:
     """A CJK run cut at the pack's function words (stopwords, prepositions, topic markers,
     fillers, negations) into the pieces between them, each with its offsets. A negation ends
-    the thing it follows ("陈老师不上门", "书桌不卖了": 陈老师, 书桌)."""
+    the thing it follows ("陈老师不上门", "书桌不卖了": 陈老师, 书桌). With ``text`` (the message
+    the token is from), a function word inside a noun is no cut ("被子", "过户")."""
     lx = lang.lex
     verbs = [v for v in lx.request_verbs if len(v) >= 2]
     splitter = _cjk_splitter(
@@ -72,6 +118,10 @@ def cjk_pieces(lang: Language, tok: Token) -> list[Token]:
     out: list[Token] = []
     pos = 0
     for m in splitter.finditer(tok.text):
+        # a function word inside a noun is part of it ("被子", "过户"); inside a verb it still
+        # cuts ("书桌|不卖了", "旧冰箱|送给")
+        if text and (inside_word(text, tok.start + m.start(), "n") or inside_word(text, tok.start + m.end(), "n")):
+            continue
         if m.start() > pos:
             out.append(Token(tok.text[pos : m.start()], tok.start + pos, tok.start + m.start()))
         pos = m.end()

@@ -100,6 +100,7 @@ LEXICON = Lexicon(
     contrast_words=("但是", "但", "不过", "可是", "却"),
     past_markers=("了", "过", "昨天", "前天"),
     verb_particles=("了", "过", "着", "完", "掉"),
+    verbal_tags=frozenset({"v", "vd", "vg", "vi", "vq", "d", "p", "c", "u", "ud", "ug", "uj", "ul", "uv", "uz"}),
     negations=("没有", "没", "未", "不"),
     rule_out=("不是", "并非"),
     absence_values=("无", "没有", "不需要"),

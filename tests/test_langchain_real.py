@@ -88,3 +88,21 @@ def test_retriever_and_chat_history(app: Appliance) -> None:
     assert missing[0].page_content.startswith("NOT FOUND")
     history.clear()
     assert app.list_records(session="carol") == []
+
+
+def test_the_docs_langgraph_example_runs_as_written(tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The LangGraph block of docs/agents.md, executed as a user would paste it: the graph
+    records the message through the store and the retriever finds it."""
+    import re
+
+    from appliance.config import PROJECT_ROOT
+
+    doc = (PROJECT_ROOT / "docs" / "agents.md").read_text(encoding="utf-8")
+    block = re.search(r"```python\n(.*?)```", doc, re.S)
+    assert block is not None
+    monkeypatch.chdir(tmp_path)  # its memory.duckdb is made here
+    monkeypatch.setenv("APPLIANCE_HOME", str(tmp_path / "home"))
+    scope: dict[str, object] = {}
+    exec(compile(block.group(1), "docs/agents.md", "exec"), scope)  # noqa: S102 - the docs' own example
+    scope["app"].close()  # type: ignore[attr-defined]
+    assert "Lisbon" in capsys.readouterr().out and (tmp_path / "memory.duckdb").exists()

@@ -69,6 +69,7 @@ from appliance.extract.evidence import (  # noqa: E402
     SchemaEvidence,
     Scorer,
     mean_score,
+    shipped_negation_scope,
     without_similarity,
 )
 from appliance.extract.examples import ExampleBank  # noqa: E402
@@ -298,7 +299,7 @@ NEGATION_SCOPES = range(0, 6)
 def shipped_scope() -> int:
     """The shipped negation scope, kept through a refit of the scorer (``--negation`` fits it)."""
     try:
-        return int(json.loads(SCORER_FILE.read_text()).get("negation_scope", 0))
+        return shipped_negation_scope(SCORER_FILE)
     except (OSError, ValueError):
         return 0
 

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+import socket
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,6 +13,22 @@ from appliance.config import PROJECT_ROOT, Settings
 from appliance.domain.records import MemoryRecord
 
 SCHEMAS = PROJECT_ROOT / "schemas"
+
+
+def free_port() -> int:
+    """A loopback port no one listens on now (servers under test bind it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def mcp_payload(result: Any) -> Any:
+    """An MCP tool result's value (structured content, else its JSON text); an error fails."""
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        data = result.structured_content
+        return data.get("result", data) if isinstance(data, dict) and set(data) == {"result"} else data
+    return json.loads(result.content[0].text)
 
 
 RECORD_TIME = datetime(2026, 12, 2, tzinfo=UTC)

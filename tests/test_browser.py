@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,8 @@ from urllib.parse import urlparse
 import pytest
 
 from appliance.config import PROJECT_ROOT
+
+from .conftest import free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -35,16 +36,10 @@ FLAGS = [
 SHOTS = os.environ.get("APPLIANCE_SCREENSHOTS")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory) -> Iterator[str]:  # type: ignore[no-untyped-def]
     home = tmp_path_factory.mktemp("serve")
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "APPLIANCE_HOME": str(home),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -15,36 +14,30 @@ from typing import Any
 import anyio
 import pytest
 
+from .conftest import free_port, mcp_payload
+
 pytestmark = pytest.mark.real_model
-
-
-def _payload(result: Any) -> Any:
-    assert not result.is_error, result.content
-    if result.structured_content is not None:
-        data = result.structured_content
-        return data.get("result", data) if isinstance(data, dict) and set(data) == {"result"} else data
-    return json.loads(result.content[0].text)
 
 
 async def _exercise(session: Any) -> None:
     await session.initialize()
     tools = {t.name for t in (await session.list_tools()).tools}
     assert {"record", "recall", "query", "list_entities", "get_entity", "edit_memory", "delete_memory"} <= tools
-    en = _payload(await session.call_tool("record", {"text": "Order 55501 arrived broken", "session_id": "m"}))
+    en = mcp_payload(await session.call_tool("record", {"text": "Order 55501 arrived broken", "session_id": "m"}))
     assert en["entity_type"] == "Order" and en["entity_id"] == "55501"
-    zh = _payload(
+    zh = mcp_payload(
         await session.call_tool(
             "record", {"text": "订单44144还没发货，我要退款", "session_id": "m", "at": "2026-11-30T10:00:00Z"}
         )
     )
     assert zh["entity_id"] == "44144" and zh["timestamp"].startswith("2026-11-30")
-    found = _payload(
+    found = mcp_payload(
         await session.call_tool("recall", {"question": "What happened to order 55501?", "session_id": "m"})
     )
     assert "55501" in found["context"] and not found["not_found"]
-    missing = _payload(await session.call_tool("recall", {"question": "Where is order 99999?", "session_id": "m"}))
+    missing = mcp_payload(await session.call_tool("recall", {"question": "Where is order 99999?", "session_id": "m"}))
     assert missing["not_found"]
-    entities = _payload(await session.call_tool("list_entities", {"session_id": "m"}))
+    entities = mcp_payload(await session.call_tool("list_entities", {"session_id": "m"}))
     assert {e["id"] for e in entities} >= {"55501", "44144"}
     bad = await session.call_tool("record", {"text": "   ", "session_id": "m"})
     assert bad.is_error and "empty" in bad.content[0].text
@@ -61,9 +54,7 @@ def _env(home: Path) -> dict[str, str]:
 def _serve_mcp_http(tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
     """``appliance mcp --http`` on a free port of a fresh database, once it says it is ready;
     its process and the MCP URL."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "appliance", "--db", str(tmp_path / "m.duckdb"), "--create", "mcp", "--http"]
         + ["--port", str(port)],

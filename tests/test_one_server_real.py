@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,8 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+
+from .conftest import free_port, mcp_payload
 
 pytestmark = pytest.mark.real_model
 
@@ -45,25 +46,11 @@ PLANTS = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "APPLIANCE_HOME": str(home), "OMP_WAIT_POLICY": "PASSIVE"}
     return subprocess.run(
         [sys.executable, "-m", "appliance", *args], capture_output=True, text=True, env=env, timeout=300
     )
-
-
-def _payload(result: Any) -> Any:
-    assert not result.is_error, result.content
-    data = result.structured_content
-    if data is not None:
-        return data.get("result", data) if isinstance(data, dict) and set(data) == {"result"} else data
-    return json.loads(result.content[0].text)
 
 
 def test_one_server_serves_the_panel_the_api_mcp_and_the_cli_on_one_memory(tmp_path: Path) -> None:
@@ -74,7 +61,7 @@ def test_one_server_serves_the_panel_the_api_mcp_and_the_cli_on_one_memory(tmp_p
     schema.write_text(json.dumps(PLANTS))
     made = _cli(home, "--db", db, "--schema", str(schema), "--create", "db", "status", "--json")
     assert made.returncode == 0, made.stderr
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "APPLIANCE_HOME": str(home), "OMP_WAIT_POLICY": "PASSIVE"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "appliance", "--db", db, "serve", "--port", str(port)],
@@ -102,7 +89,7 @@ def test_one_server_serves_the_panel_the_api_mcp_and_the_cli_on_one_memory(tmp_p
             url = f"{base}/mcp"
             async with streamable_http_client(url) as streams, ClientSession(streams[0], streams[1]) as session:
                 await session.initialize()
-                return _payload(
+                return mcp_payload(
                     await session.call_tool("recall", {"question": "Which plant did I repot?", "session_id": "me"})
                 )
 
@@ -119,7 +106,7 @@ def test_one_server_serves_the_panel_the_api_mcp_and_the_cli_on_one_memory(tmp_p
                 assert {"record", "recall"} <= tools
                 schemas = await session.read_resource("appliance://schemas")
                 assert "plants" in json.loads(schemas.contents[0].text)
-                return _payload(await session.call_tool("recall", {"question": "Which plant?", "session_id": "me"}))
+                return mcp_payload(await session.call_tool("recall", {"question": "Which plant?", "session_id": "me"}))
 
         relayed = anyio.run(desktop_agent)  # relayed to the server: no lock error, same memory
         assert "Frida" in relayed["context"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import socket
 import urllib.error
 import urllib.request
 
@@ -13,11 +12,7 @@ from appliance.api import Appliance
 from appliance.edges.ui.panel import launch
 from appliance.testing import FakeEngine
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from .conftest import free_port
 
 
 @pytest.fixture
@@ -28,7 +23,7 @@ def app(settings):  # type: ignore[no-untyped-def]
 
 
 def test_panel_page_loads_no_remote_assets(app: Appliance) -> None:
-    port = _free_port()
+    port = free_port()
     ui = launch(app, port=port, block=False)
     try:
         html = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30).read().decode()
@@ -42,7 +37,7 @@ def test_panel_page_loads_no_remote_assets(app: Appliance) -> None:
 
 
 def test_panel_auth_blocks_anonymous_requests(app: Appliance) -> None:
-    port = _free_port()
+    port = free_port()
     ui = launch(app, port=port, auth=("admin", "pw"), block=False)
     try:
         with pytest.raises(urllib.error.HTTPError) as err:

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from appliance.api import Appliance
 from appliance.domain.loading import parse_schema
+from appliance.domain.schema import MemorySchema
 from appliance.edges.cli import main
 from appliance.edges.cli.main import _same_schemas
 from appliance.errors import SchemaMismatchError
@@ -89,13 +90,17 @@ def test_a_file_written_before_memories_held_schemas_adopts_the_one_it_is_opened
         assert app.schema.domain == "travel_assistant"
 
 
+def _customer_service_v2() -> MemorySchema:
+    """The shipped customer_service schema as version 2.0 (every stored record still fits)."""
+    raw = json.loads((SCHEMAS / "customer_service.json").read_text())
+    return parse_schema(raw | {"schema_version": "2.0"})
+
+
 def test_a_migration_and_its_revert_switch_the_stored_schema(tmp_path: Path, settings: Any) -> None:
     db = tmp_path / "m.duckdb"
-    v2 = json.loads((SCHEMAS / "customer_service.json").read_text())
-    v2["schema_version"] = "2.0"
     with _open(db, "customer_service", settings=settings) as app:
         app._store(app.schema, record_for(app, "Order", "4567", source_text="order 4567"))
-        done = app.migrate(parse_schema(v2), {})
+        done = app.migrate(_customer_service_v2(), {})
     with _open(db, settings=settings) as app:
         assert app.schema.schema_version == "2.0"
         with pytest.raises(SchemaMismatchError):
@@ -107,8 +112,6 @@ def test_a_migration_and_its_revert_switch_the_stored_schema(tmp_path: Path, set
 
 def test_a_failed_migration_leaves_the_stored_schema(tmp_path: Path, settings: Any) -> None:
     db = tmp_path / "m.duckdb"
-    v2 = json.loads((SCHEMAS / "customer_service.json").read_text())
-    v2["schema_version"] = "2.0"
     with _open(db, "customer_service", settings=settings) as app:
         app._store(app.schema, record_for(app, "Order", "4567", source_text="order 4567"))
 
@@ -116,7 +119,7 @@ def test_a_failed_migration_leaves_the_stored_schema(tmp_path: Path, settings: A
             raise RuntimeError("disk went away")
 
         with pytest.raises(RuntimeError):
-            app.lifecycle.migrate(app.schema, parse_schema(v2), {}, then=fail)
+            app.lifecycle.migrate(app.schema, _customer_service_v2(), {}, then=fail)
     with _open(db, settings=settings) as app:
         assert app.schema.schema_version == "1.3" and app.list_migrations() == []
 

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,19 +21,15 @@ from appliance.edges.cli.main import main
 from appliance.edges.crashcheck import run_crash_check
 from appliance.store import MemoryStore
 
+from .conftest import free_port
+
 pytestmark = pytest.mark.real_model
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _start(db: Path, home: Path) -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "APPLIANCE_HOME": str(home), "OMP_WAIT_POLICY": "PASSIVE", "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "appliance", "--db", str(db), "--create", "http", "--port", str(_free_port())],
+        [sys.executable, "-m", "appliance", "--db", str(db), "--create", "http", "--port", str(free_port())],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,

@@ -9,7 +9,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import pytest
 
 from appliance.config import PROJECT_ROOT
 
+from .conftest import free_port, mcp_payload
 from .test_browser import CHROMIUM, FLAGS
 
 pytestmark = [pytest.mark.browser, pytest.mark.real_model]
@@ -32,26 +32,12 @@ def _walkthrough() -> str:
     return block.group(1)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _payload(result: Any) -> Any:
-    assert not result.is_error, result.content
-    data = result.structured_content
-    if data is not None:
-        return data.get("result", data) if isinstance(data, dict) and set(data) == {"result"} else data
-    return json.loads(result.content[0].text)
-
-
 def test_the_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
     from playwright.sync_api import expect, sync_playwright
 
-    port = _free_port()
+    port = free_port()
     script = _walkthrough().replace("serve >", f"serve --port {port} >").replace("7860", str(port))
     env = {
         **os.environ,
@@ -77,7 +63,7 @@ def test_the_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
             async with streamable_http_client(f"{base}/mcp") as streams, ClientSession(*streams[:2]) as session:
                 await session.initialize()
                 question = {"question": "When did I water Frida?", "session_id": "me"}
-                return _payload(await session.call_tool("recall", question))
+                return mcp_payload(await session.call_tool("recall", question))
 
         found = anyio.run(agent)
         assert "Frida" in found["context"] and not found["not_found"]

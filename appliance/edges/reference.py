@@ -115,12 +115,13 @@ def pages() -> dict[Path, str]:
 
 
 def main(argv: list[str]) -> int:
-    stale = [p for p, text in pages().items() if not p.exists() or p.read_text(encoding="utf-8") != text]
+    wanted = pages()  # builds the OpenAPI once
     if "--check" in argv:
+        stale = [p for p, text in wanted.items() if not p.exists() or p.read_text(encoding="utf-8") != text]
         for p in stale:
             print(f"{p.relative_to(PROJECT_ROOT)} is out of date: run scripts/gen-docs", file=sys.stderr)
         return 1 if stale else 0
-    for p, text in pages().items():
+    for p, text in wanted.items():
         p.write_text(text, encoding="utf-8")
     return 0
 

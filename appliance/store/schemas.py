@@ -57,13 +57,6 @@ class SchemasRepo:
             for sid, domain, body, at, pos in rows
         ]
 
-    def body(self, schema_id: str) -> dict[str, Any] | None:
-        """A schema the memory held, by id (current or history)."""
-        if not self._exists():
-            return None
-        row = self.db.fetch_one("SELECT body FROM memory_schemas WHERE schema_id = ?", [schema_id])
-        return json.loads(row[0]) if row else None
-
     def hold(self, schemas: Sequence[StoredSchema], con: duckdb.DuckDBPyConnection | None = None) -> None:
         """Make ``schemas`` the loaded ones, in order; earlier versions stay as history.
         ``con``: join a transaction already open (a migration switches schema atomically)."""

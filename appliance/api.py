@@ -66,6 +66,15 @@ KNOWN_KEYS = 500  # the newest entities of a session whose keys a note may name 
 DEFAULT_SCHEMA = "customer_service"  # what a new memory is created with when none is named
 
 
+def _adds_to(given: Sequence[MemorySchema], held: Sequence[MemorySchema]) -> bool:
+    """``given`` names every ``held`` schema as it is held, and only other domains besides."""
+    ids = {x.schema_id for x in given}
+    held_domains = {x.domain for x in held}
+    return all(x.schema_id in ids for x in held) and all(
+        x.domain not in held_domains or x.schema_id in {h.schema_id for h in held} for x in given
+    )
+
+
 def _names(schemas: Sequence[MemorySchema]) -> str:
     return ", ".join(f"{x.domain!r} (version {x.schema_version}, id {x.schema_id})" for x in schemas)
 
@@ -229,11 +238,14 @@ class Appliance:
 
     def _open_with(self, given: list[MemorySchema] | None) -> list[MemorySchema]:
         """The schemas this memory is read with: the ones it holds; a new memory (or a file
-        written before memories held their schema) takes the given ones, else the default."""
+        written before memories held their schema) takes the given ones, else the default.
+        Given ones that name every held schema and add other domains load those beside it (the
+        memory holds them from now on); leaving a held one out, or another version of one, is a
+        mismatch: that is a migration."""
         held = [parse_schema(body) for _, _, body in self.store.schemas.current()]
         if given is None:
             loaded = held or [resolve_schema(DEFAULT_SCHEMA, self.settings.schema_dir)]
-        elif held and {x.schema_id for x in given} != {x.schema_id for x in held}:
+        elif held and not _adds_to(given, held):
             raise SchemaMismatchError(
                 f"this memory holds {_names(held)} but was opened with {_names(given)}",
                 hint="leave out --schema (schema=) to read it with the schema it holds, or move its records "

@@ -49,6 +49,24 @@ def test_a_memory_is_read_with_the_schema_it_was_created_with(tmp_path: Path, se
         assert app.schema.schema_id == plants_id
 
 
+def test_naming_the_held_schema_and_another_domain_loads_the_other_beside(tmp_path: Path, settings: Any) -> None:
+    """`--schema customer_service --schema travel_assistant` on a customer_service memory (the
+    README's routing line) loads travel beside it and keeps it; another version of the held
+    schema, or leaving it out, is still a mismatch."""
+    db = tmp_path / "m.duckdb"
+    with _open(db, "customer_service", settings=settings):
+        pass
+    with _open(db, ["customer_service", "travel_assistant"], settings=settings) as app:
+        assert set(app.schemas) == {"customer_service", "travel_assistant"}
+    with _open(db, settings=settings) as app:
+        assert set(app.schemas) == {"customer_service", "travel_assistant"}
+    edited = dict(PLANTS, domain="customer_service")
+    with pytest.raises(SchemaMismatchError):
+        _open(db, ["customer_service", "travel_assistant", edited], settings=settings)
+    with pytest.raises(SchemaMismatchError):
+        _open(db, ["travel_assistant"], settings=settings)
+
+
 def test_a_new_memory_without_a_schema_gets_the_default_and_keeps_it(tmp_path: Path, settings: Any) -> None:
     db = tmp_path / "m.duckdb"
     with _open(db, settings=settings) as app:

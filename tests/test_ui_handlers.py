@@ -98,3 +98,25 @@ def test_lifecycle_tab_handlers(settings) -> None:  # type: ignore[no-untyped-de
     assert "Order 4567" in compact_run(app, 3)
     assert compact_preview(app, 3) == []  # covered by the summary now
     app.close()
+
+
+def test_the_lifecycle_tab_undoes_the_last_schema_migration(settings) -> None:  # type: ignore[no-untyped-def]
+    """The panel's Apply made a migration; Undo (blank id: the last one applied) restores the
+    records and the schema, says so, and a second undo finds nothing left to undo."""
+    from appliance.domain.loading import parse_schema
+    from appliance.edges.ui.lifecycle import undo_migration
+
+    app = Appliance(db=settings.home / "undo.duckdb", model=FakeEngine(preferences={"Order": 5.0}), settings=settings)
+    app.record("order 4567 is late", "s")
+    body = app.schema.to_json_dict()
+    body["schema_version"] = "9.9"
+    app.migrate(parse_schema(json.dumps(body)), {})
+    assert app.schema.schema_version == "9.9"
+    said, table = undo_migration(app, "")
+    assert "undone" in said and app.schema.schema_version != "9.9"
+    assert [row[-1] for row in table] == ["reverted"]
+    again, _ = undo_migration(app, "")
+    assert again.startswith("No applied migration")
+    wrong, _ = undo_migration(app, "no-such-id")
+    assert wrong.startswith("**Not undone:**")
+    app.close()

@@ -11,7 +11,15 @@ from typing import Any
 from ...api import Appliance
 from ...errors import ApplianceError
 
-__all__ = ["merges_table", "compact_preview", "compact_run", "forget_table", "migrations_table", "lifecycle_tab"]
+__all__ = [
+    "merges_table",
+    "compact_preview",
+    "compact_run",
+    "forget_table",
+    "migrations_table",
+    "undo_migration",
+    "lifecycle_tab",
+]
 
 
 def merges_table(app: Appliance, session: str = "") -> list[list[Any]]:
@@ -68,6 +76,26 @@ def migrations_table(app: Appliance) -> list[list[Any]]:
     ]
 
 
+def undo_migration(app: Appliance, migration_id: str = "") -> tuple[str, list[list[Any]]]:
+    """Revert the migration ``migration_id`` (blank: the newest one still applied, the schema
+    edit the Apply button made last): what was done, and the migrations table after it."""
+    wanted = (migration_id or "").strip()
+    if not wanted:
+        applied = [m for m in app.list_migrations() if not m["reverted_at"]]
+        if not applied:
+            return "No applied migration to undo.", migrations_table(app)
+        wanted = max(applied, key=lambda m: m["applied_at"])["migration_id"]
+    try:
+        done = app.revert_migration(wanted)
+    except ApplianceError as exc:
+        return f"**Not undone:** {exc}", migrations_table(app)
+    return (
+        f"Migration {wanted} undone: {done['records']} records restored; the memory is back at "
+        f"{app.schema.domain} {done['schema_version']}.",
+        migrations_table(app),
+    )
+
+
 def lifecycle_tab(app: Appliance) -> None:
     """Build the tab inside the caller's ``gr.Blocks``."""
     import gradio as gr
@@ -95,3 +123,8 @@ def lifecycle_tab(app: Appliance) -> None:
         mig_btn = gr.Button("Show schema migrations")
         migs = gr.Dataframe(headers=["id", "from", "to", "records", "status"], label="Migrations")
         mig_btn.click(lambda: migrations_table(app), None, migs)
+        with gr.Row():
+            undo_id = gr.Textbox(label="Migration to undo (blank: the last one applied)", elem_id="undo-id")
+            undo = gr.Button("Undo migration", variant="stop", elem_id="undo-migration")
+        undone = gr.Markdown("")
+        undo.click(lambda mid: undo_migration(app, mid), undo_id, [undone, migs])

@@ -307,7 +307,7 @@ def apply_schema(app: Appliance, text: str) -> str:
             done = app.migrate(new, {})
             what = (
                 f"migration {done['migration_id']}: {done['records']} records now at version {new.schema_version}; "
-                f"undo with `appliance schema revert {done['migration_id']}`"
+                f"undo it under Lifecycle → Undo migration (or `appliance schema revert {done['migration_id']}`)"
             )
         elif app.list_records(limit=1):
             app.add_schema(new, default=True)

@@ -1,7 +1,8 @@
 """Recall benchmark: does the appliance find the memory that answers a question?
 
 Sets:
-* ``conv`` — bench/convsets/*.json: five long multi-session conversations (English, Chinese)
+* ``conv`` (``conv-fit``, ``conv-heldout``: halves by conversation, bench/splits/convsets.json) —
+  bench/convsets/*.json: six long multi-session conversations (English, Chinese)
   written before any recall tuning, recorded turn by turn with the shipped personal_memory
   schema at their real message times; questions asked at their own time, with gold evidence
   turns; types single / multi / temporal / not_stored.
@@ -26,7 +27,7 @@ appliance indexes), BM25+ tuned with session dates and neighbour smoothing, dens
 the appliance's recall encoder, and the tuned BM25+ fused with it — the tuned settings fitted on
 the paraphrased set's fit half, as the appliance's are.
 
-Run: .venv/bin/python bench/recall.py [--set conv,sgd,own] [--dialogues 150] [--seed 3] [--misses FILE] [--keep DIR]
+Run: .venv/bin/python bench/recall.py [--set conv,sgd,own,para,conv-heldout,para-heldout] [--dialogues 150] [--seed 3] [--misses FILE] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -174,10 +175,14 @@ def ask(app: Any, q: Question, turn_of: dict[str, str], rankers: dict[str, Any],
 
 # --- conversational set -------------------------------------------------------------------------------
 def conv_files(name: str) -> list[Path]:
-    """The conversations of set ``name``: ``conv`` (the regression sets), ``para`` (the
-    paraphrased set, both halves), ``para-fit`` / ``para-heldout`` (one half, ``split.json``)."""
+    """The conversations of set ``name``: ``conv`` (the older conversations), ``conv-fit`` /
+    ``conv-heldout`` (one half of them, ``splits/convsets.json``), ``para`` (the paraphrased set,
+    both halves), ``para-fit`` / ``para-heldout`` (one half, ``paraphrase/split.json``)."""
     if name == "conv":
         return sorted(CONV.glob("*.json"))
+    if name in ("conv-fit", "conv-heldout"):
+        halves = json.loads((CONV.parent / "splits" / "convsets.json").read_text(encoding="utf-8"))
+        return [CONV / f for f in halves[name.removeprefix("conv-")]]
     split = json.loads((PARA / "split.json").read_text(encoding="utf-8"))
     halves = ["fit", "heldout"] if name == "para" else [name.removeprefix("para-")]
     return [PARA / f for half in halves for f in split[half]]
@@ -429,7 +434,7 @@ def main() -> None:
     rows = []
     misses = []
     for name in args.set.split(","):
-        if name == "conv" or name.startswith("para"):
+        if name.startswith(("conv", "para")):
             if args.keep:
                 args.keep.mkdir(parents=True, exist_ok=True)
             outs = run_conv(factory, plain(), args.keep, conv_files(name))
@@ -462,8 +467,8 @@ def main() -> None:
             for t, os_ in sorted(by_type.items()):
                 if len(by_type) > 1:
                     rows.append((name, system, t, metrics(os_, hit)))
-            if name in ("conv", "own") or name.startswith(
-                "para"
+            if name == "own" or name.startswith(
+                ("conv", "para")
             ):  # each conversation (schema) too: they differ in language and in who speaks
                 by_conv: dict[str, list[Outcome]] = defaultdict(list)
                 for o in outcomes:

@@ -184,6 +184,30 @@ def test_a_question_with_nothing_for_the_model_to_decide_skips_it(app: Appliance
     assert coded.query is not None and coded.query.filters and calls
 
 
+def test_not_found_rules_are_named_and_only_the_kept_ones_speak(settings) -> None:  # type: ignore[no-untyped-def]
+    """A code nothing holds and a name nothing holds are told apart ("unknown_code",
+    "unknown_name"); the rules the weights leave out say nothing; the order of the rules is
+    the order of their reasons."""
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from appliance.recall.weights import NOT_FOUND_RULES
+
+    app = _fake_app(settings, "customer_service", "nf.duckdb")
+    now = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
+    app.record("My order 12345 arrived broken", "a", now=now)
+    shipped = app.recaller.tuning
+    app.recaller.tuning = replace(shipped, not_found_rules=frozenset(NOT_FOUND_RULES))
+    assert "'99999'" in app.recall("What happened to order 99999?", "a", now=now).not_found
+    assert "'Zanzibar'" in app.recall("Did Zanzibar ship my order?", "a", now=now).not_found
+    app.recaller.tuning = replace(shipped, not_found_rules=frozenset(NOT_FOUND_RULES) - {"unknown_code"})
+    assert "'99999'" not in app.recall("What happened to order 99999?", "a", now=now).not_found
+    app.recaller.tuning = replace(shipped, not_found_rules=frozenset())
+    assert not app.recall("Did Zanzibar ship my order?", "a", now=now).not_found
+    assert not app.recall("What happened to order 99999?", "a", now=now).not_found
+    app.close()
+
+
 def test_not_found_for_an_owner_never_told_an_unlinked_possession_and_an_untold_amount(settings) -> None:  # type: ignore[no-untyped-def]
     """A question about "my dog's name" with no dog stored, "Barry's wife" where Barry and a wife are stored but
     never together, "how much is my pension" where the pension is stored without any number: each

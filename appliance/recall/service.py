@@ -23,7 +23,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
 from functools import lru_cache
 from typing import Any
@@ -192,11 +192,9 @@ class RecallService:
         ]
         signals: dict[str, Any] = {"top_semantic": top_semantic, "keys": facts.keys, "residual": facts.residual}
         speakers = {who for r in records.values() if (who := speaker(r.source_text)) is not None}
-        not_found = (
-            (_nothing_on(facts.range) if facts.range is not None and period is None else "")
-            or self._not_found(schema, facts, matched_keys, named, scope, signals, now, speakers)
-            or self._told_of_another(schema, facts, question, speakers, scope)
-        )
+        empty_range = facts.range is not None and period is None
+        reasons = self.reasons(schema, facts, question, matched_keys, named, scope, signals, now, speakers, empty_range)
+        not_found = next((why for _, why in reasons), "")
         if not answer and not not_found and facts.attributes and not (facts.keys or facts.pieces or facts.residual):
             # the question names nothing and says nothing beyond the schema's words, but asks for
             # an attribute: the entities holding it are the structured answer ("Which city is the
@@ -261,45 +259,82 @@ class RecallService:
                     out.append(then[n][0])
         return list(dict.fromkeys(out))
 
-    def _not_found(
+    def reasons(
         self,
         schema: MemorySchema,
         facts: QuestionFacts,
+        question: str,
         matched_keys: set[str],
         named: list[Entity],
         scope: str | None,
         signals: dict[str, Any],
         now: datetime,
         speakers: set[str],
-    ) -> str:
-        """What the question asks that nothing stored holds ("" when something may answer it):
-        a name or code that matches nothing, or a content word no memory holds ("dog") while no
-        memory is close in meaning either."""
-        found = {k for k in facts.keys if k in matched_keys or self._held(scope, k)}
-        # CJK readings of one word end together ("家宠物医院", "宠物医院"): one found is enough
-        missing = [
-            k for k in facts.keys if k not in found and not any(o != k and k.endswith(o) and has_cjk(o) for o in found)
-        ]
-        if missing:
-            return f"nothing stored about {', '.join(repr(k) for k in missing)}."
+        empty_range: bool,
+        rules: frozenset[str] | None = None,
+    ) -> Iterator[tuple[str, str]]:
+        """Why nothing stored may answer the question: (rule, reason) for each rule of ``rules``
+        (default: the fitted ones, ``weights.json``) that finds so, lazily, in the order of
+        ``NOT_FOUND_RULES``; the first is what recall says. Each rule reads something the
+        question asks that nothing stored holds: a day range with no memory, a name or code that
+        matches nothing, an owner or owned thing no memory holds (together), a content word no
+        memory holds while no memory is close in meaning either, a subject's value of a
+        recognisable shape no memory about it states, an amount never stated, words only told
+        of another speaker."""
+        on = self.tuning.not_found_rules if rules is None else rules
+        if "empty_range" in on and empty_range and facts.range is not None:
+            yield "empty_range", _nothing_on(facts.range)
+        if {"unknown_code", "unknown_name", "unknown_suffixed"} & on:
+            found = {k for k in facts.keys if k in matched_keys or self._held(scope, k)}
+            # CJK readings of one word end together ("家宠物医院", "宠物医院"): one found is enough
+            missing = [
+                k
+                for k in facts.keys
+                if k not in found and not any(o != k and k.endswith(o) and has_cjk(o) for o in found)
+            ]
+            # the keys are fitted apart by how sure their reading is: a code nothing holds ("order
+            # 99999"), a capitalised or quoted name ("Bartholomew"; "Asia" where "Japan" was
+            # said: a paraphrase renames things, never codes), a CJK piece read as a name by its
+            # last word (ending in 门, 店, 路…: "周磊第一门", "刚上路" are no names)
+            kinds = {
+                "unknown_code": [k for k in missing if k in facts.codes],
+                "unknown_suffixed": [k for k in missing if k in facts.suffixed],
+                "unknown_name": [k for k in missing if k not in facts.codes and k not in facts.suffixed],
+            }
+            for rule, unknown in kinds.items():
+                if rule in on and unknown:
+                    yield rule, f"nothing stored about {', '.join(repr(k) for k in unknown)}."
         absent = [w for w in facts.residual if not any(self.store.lexical.held(scope, _terms(x)) for x in w.split("|"))]
         signals["absent"] = absent
-        if lost := [o for o, _ in facts.possessions if o in absent]:  # "my dog's name", no dog stored
-            return f"nothing stored mentions {', '.join(repr(facts.said(w)) for w in lost)}."
-        for owner, owned in facts.possessions:
-            # "Barry's wife" where Barry and wives are stored, never together (a turn's terms carry
-            # its previous turn's, so "Barry came. His wife too." counts as together)
-            if owned and owned not in absent and not self.store.lexical.held(scope, [owner, owned]):
-                return f"nothing stored links {facts.said(owner)!r} with {facts.said(owned)!r}."
-        for owner, owned in facts.links:
-            # "我弟弟的女朋友": a brother and a girlfriend are both told, never together
-            mine, its = index_terms(owner), index_terms(owned)
-            lex = self.store.lexical
-            if lex.held(scope, mine) and lex.held(scope, its) and not lex.held(scope, mine + its):
-                return f"nothing stored links {owner!r} with {owned!r}."
-        if absent and signals.get("top_semantic", 0.0) < self.cuts.not_found_below:
-            return f"nothing stored mentions {', '.join(repr(facts.said(w)) for w in absent)}."
-        return self._lacking(schema, facts, named, scope, now) or self._no_amount(schema, facts, scope, now, speakers)
+        lost = [o for o, _ in facts.possessions if o in absent]  # "my dog's name", no dog stored
+        if "lost_owner" in on and lost:
+            yield "lost_owner", f"nothing stored mentions {', '.join(repr(facts.said(w)) for w in lost)}."
+        if "unlinked_possession" in on:
+            for owner, owned in facts.possessions:
+                # "Barry's wife" where Barry and wives are stored, never together (a turn's terms
+                # carry its previous turn's, so "Barry came. His wife too." counts as together)
+                if owned and owned not in absent and not self.store.lexical.held(scope, [owner, owned]):
+                    yield (
+                        "unlinked_possession",
+                        f"nothing stored links {facts.said(owner)!r} with {facts.said(owned)!r}.",
+                    )
+                    break
+        if "unlinked" in on:
+            for owner, owned in facts.links:
+                # "我弟弟的女朋友": a brother and a girlfriend are both told, never together
+                mine, its = index_terms(owner), index_terms(owned)
+                lex = self.store.lexical
+                if lex.held(scope, mine) and lex.held(scope, its) and not lex.held(scope, mine + its):
+                    yield "unlinked", f"nothing stored links {owner!r} with {owned!r}."
+                    break
+        if "absent_word" in on and absent and signals.get("top_semantic", 0.0) < self.cuts.not_found_below:
+            yield "absent_word", f"nothing stored mentions {', '.join(repr(facts.said(w)) for w in absent)}."
+        if "lacking" in on and (why := self._lacking(schema, facts, named, scope, now)):
+            yield "lacking", why
+        if "no_amount" in on and (why := self._no_amount(schema, facts, scope, now, speakers)):
+            yield "no_amount", why
+        if "told_of_another" in on and (why := self._told_of_another(schema, facts, question, speakers, scope)):
+            yield "told_of_another", why
 
     def _told_of_another(
         self, schema: MemorySchema, facts: QuestionFacts, question: str, speakers: set[str], scope: str | None

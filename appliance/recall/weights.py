@@ -15,9 +15,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RecallWeights", "SemanticCuts", "WEIGHTS_FILE"]
+__all__ = ["RecallWeights", "SemanticCuts", "WEIGHTS_FILE", "NOT_FOUND_RULES"]
 
 WEIGHTS_FILE = Path(__file__).with_name("weights.json")
+# the rules that may say "not found" (``RecallService.reasons``), in the order they are read
+NOT_FOUND_RULES = (
+    "empty_range",
+    "unknown_code",
+    "unknown_suffixed",
+    "unknown_name",
+    "lost_owner",
+    "unlinked_possession",
+    "unlinked",
+    "absent_word",
+    "lacking",
+    "no_amount",
+    "told_of_another",
+)
 
 
 @dataclass(frozen=True)
@@ -43,6 +57,8 @@ class RecallWeights:
     bm25_k1: float  # term-frequency saturation of the lexical channel
     bm25_b: float  # its length normalisation (0: none)
     semantic: dict[str, SemanticCuts] = field(default_factory=dict)
+    # the "not found" rules kept by the fit (each earns its place on the fit split)
+    not_found_rules: frozenset[str] = frozenset(NOT_FOUND_RULES)
 
     def channels_for(self, encoder: str | None) -> dict[str, float]:
         """The fusion weights for recall with ``encoder`` (None: no encoder)."""
@@ -64,6 +80,7 @@ class RecallWeights:
             bm25_k1=float(data["bm25_k1"]),
             bm25_b=float(data["bm25_b"]),
             semantic={k: SemanticCuts(**v) for k, v in data["semantic"].items()},
+            not_found_rules=frozenset(data.get("not_found_rules", NOT_FOUND_RULES)),
         )
 
     def to_json(self, **meta: Any) -> str:
@@ -77,5 +94,6 @@ class RecallWeights:
             "bm25_k1": self.bm25_k1,
             "bm25_b": self.bm25_b,
             "semantic": {k: vars(v) for k, v in self.semantic.items()},
+            "not_found_rules": [r for r in NOT_FOUND_RULES if r in self.not_found_rules],
         }
         return json.dumps(out, indent=1, ensure_ascii=False) + "\n"

@@ -479,6 +479,11 @@ def test_a_piece_of_a_longer_name_is_marked() -> None:
     cands = evidence.candidates("Game", text, find_spans(LANG, text, NOW), score=False)["title"]
     inside = {c.surface: c.features["inside_name"] for c in cands}
     assert inside["Spirit"] == 1.0 and inside["Island"] == 1.0 and inside["Spirit Island"] == 0.0
+    # a word touching a number is its unit or label; one a word away is not
+    text = "We rode 42 km to Lake Tahoe, then home"
+    cands = evidence.candidates("Game", text, find_spans(LANG, text, NOW), score=False)["title"]
+    beside = {c.surface: c.features.get("beside_number") for c in cands}
+    assert beside["km"] == 1.0 and beside["rode"] == 1.0 and beside["Lake Tahoe"] == 0.0 and beside["home"] == 0.0
 
 
 @pytest.mark.parametrize(

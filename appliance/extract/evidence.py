@@ -35,7 +35,9 @@ their aliases. For a message, every (attribute, span) pair the gate admits gets 
   or one whose last word the segmenter tags a verb, adverb or particle: "碗碟装", "小步舞曲先");
   ``inside_name`` — the span is a piece of a longer capitalised one ("Spirit" of "Spirit Island");
 * ``other_key`` — the span is the key of an entity of another type the session holds ("Magpie",
-  a bike, in a note about its service): another thing the note speaks of.
+  a bike, in a note about its service): another thing the note speaks of;
+* ``beside_number`` — the span touches a number (only spaces between): its unit or its label
+  ("42 *km*", "*报价*1200元", "*每节课*300元"), seldom the name of a thing.
 
 Enum attributes score their values (exact value or alias, distinctive words, similarity, and
 ``enum_margin``: how much better the value fits the words than the attribute's other values);
@@ -114,6 +116,7 @@ FEATURES = (
     "verbal",
     "inside_name",
     "other_key",
+    "beside_number",
 )
 # what the sentence encoder gives: without one (APPLIANCE_SEMANTIC=off, or encoding failed) the
 # scorer uses networks fitted with these at zero — the full networks read a missing cosine as a
@@ -454,6 +457,16 @@ class SchemaEvidence:
         )
         cased = self.lang.capitalises_names(text)
         names = [(s.start, s.end) for s in spans if s.kind == "text" and s.capital]
+        numbers = [(s.start, s.end) for s in spans if s.kind in ("number", "range")]
+        beside_number = {
+            s
+            for s in spans
+            if s.kind == "text"
+            and any(
+                (b <= s.start and not text[b : s.start].strip()) or (a >= s.end and not text[s.end : a].strip())
+                for a, b in numbers
+            )
+        }
         # a piece of a longer name ("Spirit" of "Spirit Island", "Angel" of "Whispering Angel")
         inside_name = {
             s
@@ -487,6 +500,7 @@ class SchemaEvidence:
                         f["clause_start"] = float(_opens_clause(text, s.start))
                         f["cut"] = float(s.cut)
                         f["inside_name"] = float(s in inside_name)
+                        f["beside_number"] = float(s in beside_number)
                     if entity_vec is not None and s.text in vecs:
                         f["sim_entity"] = float(np.dot(entity_vec, vecs[s.text]))
                     if s in counted and label_vec is not None and counted[s] in vecs:

@@ -68,10 +68,9 @@ DEFAULT_SCHEMA = "customer_service"  # what a new memory is created with when no
 
 def _adds_to(given: Sequence[MemorySchema], held: Sequence[MemorySchema]) -> bool:
     """``given`` names every ``held`` schema as it is held, and only other domains besides."""
-    ids = {x.schema_id for x in given}
-    held_domains = {x.domain for x in held}
-    return all(x.schema_id in ids for x in held) and all(
-        x.domain not in held_domains or x.schema_id in {h.schema_id for h in held} for x in given
+    held_ids, held_domains = {x.schema_id for x in held}, {x.domain for x in held}
+    return held_ids <= {x.schema_id for x in given} and all(
+        x.schema_id in held_ids for x in given if x.domain in held_domains
     )
 
 

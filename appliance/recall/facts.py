@@ -43,7 +43,6 @@ __all__ = ["QuestionFacts", "question_facts", "schema_vocabulary"]
 class QuestionFacts:
     keys: list[str] = field(default_factory=list)
     codes: list[str] = field(default_factory=list)  # the keys that are codes ("12345", "BK-7"), not names
-    suffixed: list[str] = field(default_factory=list)  # CJK keys read as names by their last word ("北京饭店")
     pieces: list[str] = field(default_factory=list)
     range: tuple[date, date] | None = None
     attributes: list[tuple[str, str]] = field(default_factory=list)  # (entity type, attribute)
@@ -132,7 +131,6 @@ def question_facts(schema: MemorySchema, question: str, now: datetime) -> Questi
             keys.append(re.sub(r"['’]s$", "", s.text))
     facts.keys = list(dict.fromkeys(k for k in keys if len(k) >= 2))
     facts.codes = [s.text for s in spans if s.kind == "code" and s.text in facts.keys]
-    facts.suffixed = [k for k in facts.keys if has_cjk(k) and k not in facts.codes]
     facts.pieces = list(dict.fromkeys(p for p, _ in pieces if p not in facts.keys))
     groups: dict[int, list[str]] = {}
     for p, end in pieces:

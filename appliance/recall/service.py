@@ -296,11 +296,10 @@ class RecallService:
             # 99999"), a capitalised or quoted name ("Bartholomew"; "Asia" where "Japan" was
             # said: a paraphrase renames things, never codes), a CJK piece read as a name by its
             # last word (ending in 门, 店, 路…: "周磊第一门", "刚上路" are no names)
-            kinds = {
-                "unknown_code": [k for k in missing if k in facts.codes],
-                "unknown_suffixed": [k for k in missing if k in facts.suffixed],
-                "unknown_name": [k for k in missing if k not in facts.codes and k not in facts.suffixed],
-            }
+            kinds: dict[str, list[str]] = {"unknown_code": [], "unknown_suffixed": [], "unknown_name": []}
+            for k in missing:
+                kind = "unknown_code" if k in facts.codes else "unknown_suffixed" if has_cjk(k) else "unknown_name"
+                kinds[kind].append(k)
             for rule, unknown in kinds.items():
                 if rule in on and unknown:
                     yield rule, f"nothing stored about {', '.join(repr(k) for k in unknown)}."

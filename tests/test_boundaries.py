@@ -175,14 +175,11 @@ _SIGNAL_FIELDS = (
     "question_openers",
     "question_words",
     "lookup_openers",
-    "asking_for",
     "all_sessions",
     "recent_words",
     "negations",
     "rule_out",
     "affirmations",
-    "denials",
-    "indifference",
     "greater",
     "less",
     "number_words",
@@ -191,7 +188,6 @@ _SIGNAL_FIELDS = (
     "months",
     "weekdays",
     "relative_days",
-    "id_suffix_markers",
     "day_periods",
 )
 _LEXICON = {

@@ -29,15 +29,10 @@ class Lexicon:
     question_openers: tuple[str, ...] = ()  # a message opening with one asks ("where", "is")
     question_words: tuple[str, ...] = ()  # anywhere in the message ("请问", "哪")
     lookup_openers: tuple[str, ...] = ()  # chat: a turn opening with one is a lookup ("show", "list")
-    asking_for: tuple[str, ...] = ()  # words before the asked-for noun ("which", "哪些")
-    asking_after: tuple[str, ...] = ()  # words after the asked-for noun ("有哪些", "是谁")
-    relative_pronouns: tuple[str, ...] = ()  # "users who …": the noun before is asked for
-    determiners: tuple[str, ...] = ()  # "all", "any", "the"
     topic_markers: tuple[str, ...] = ()  # "about X", "关于X"
     # words a question uses for the memory itself ("What do you remember about…", "有什么记录"):
     # they ask, they are not what is asked about
     memory_words: tuple[str, ...] = ()
-    topic_suffixes: tuple[str, ...] = ()  # "X问题"
     all_sessions: tuple[str, ...] = ()  # "all sessions", "所有会话"
     recent_words: tuple[str, ...] = ()  # the question asks for recent things ("latest", "最近")
     amount_questions: tuple[str, ...] = ()  # "how much", "多少钱": the answer is an amount
@@ -61,8 +56,6 @@ class Lexicon:
     negations: tuple[str, ...] = ()  # before a word, deny it ("not", "never", "没")
     rule_out: tuple[str, ...] = ()  # before an id, rule it out ("not 12345", "不是")
     affirmations: tuple[str, ...] = ()  # "yes", "sure", "是", "要"
-    denials: tuple[str, ...] = ()  # "no", "不要", "不用"
-    indifference: tuple[str, ...] = ()  # "any", "doesn't matter", "都可以"
     absence_values: tuple[str, ...] = ()  # an enum value meaning "none of them" ("None", "无")
     # --- comparison and ranges -------------------------------------------------------------
     greater: tuple[str, ...] = ()  # "over 1000", "超过1000", "1000以上" (see greater_after)
@@ -86,16 +79,12 @@ class Lexicon:
     next_words: tuple[str, ...] = ()  # "next Monday", "下周"
     last_words: tuple[str, ...] = ()  # "last week", "上周"
     unit_words: dict[str, str] = field(default_factory=dict)  # "week(s)" → week, "天" → day
-    ago_words: tuple[str, ...] = ()  # "3 days ago", "3天前"
-    later_words: tuple[str, ...] = ()  # "in 3 days" (before) / "3天后" (after)
-    in_words: tuple[str, ...] = ()  # "in May 2023", "in 3 days"
     of_month_words: tuple[str, ...] = ()  # "the 13th of this month"
     day_periods: dict[str, str] = field(default_factory=dict)  # "morning" → am, "下午" → pm
     clock_words: dict[str, int] = field(default_factory=dict)  # "noon" → 12, "midnight" → 0
     quarter_words: dict[str, int] = field(default_factory=dict)  # "quarter past" → +15, "半" → +30
     oclock: tuple[str, ...] = ()  # "o'clock", "点", "时"
     # --- ids ----------------------------------------------------------------------------------
-    id_suffix_markers: tuple[str, ...] = ()  # "ending in", "尾号"
     id_markers: tuple[str, ...] = ()  # "#", "号", "no."
     # --- phrase structure (candidate spans) ---------------------------------------------------
     prepositions: tuple[str, ...] = ()  # a value often follows one ("in Paris", "在北京")
@@ -114,7 +103,6 @@ class Lexicon:
     # words said to someone before their name ("Hey Nora!", "Thanks, Ben."): the name is the
     # addressee, no subject of the message
     greetings: tuple[str, ...] = ()
-    name_titles: tuple[str, ...] = ()  # "Mr", "Dr", "先生" (a name is next to one)
     # endings that derive words of one root ("directed", "director" → "direct"; "starring" →
     # "star"): a cue word matches an attribute's word when their roots do
     derivation_suffixes: tuple[str, ...] = ()
@@ -146,22 +134,6 @@ class Lexicon:
     patterns: dict[str, str] = field(default_factory=dict)
     # --- prompts (the model reads English instructions whatever the message language) -------
     prompts: dict[str, str] = field(default_factory=dict)
-
-    def words(self) -> set[str]:
-        """Every word of this lexicon (for the test that keeps words out of the code)."""
-        out: set[str] = set()
-        for f in fields(self):
-            if f.name in ("code", "script", "patterns", "prompts"):
-                continue
-            value: Any = getattr(self, f.name)
-            if isinstance(value, dict):
-                for k, v in value.items():
-                    out.add(str(k))
-                    if isinstance(v, tuple):
-                        out.update(v)
-            elif isinstance(value, tuple):
-                out.update(value)
-        return {w for w in out if w}
 
 
 def merge(packs: list[Lexicon]) -> Lexicon:

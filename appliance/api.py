@@ -137,13 +137,13 @@ class Appliance:
         self.schemas: dict[str, MemorySchema] = {sch.domain: sch for sch in loaded}
         self.schema = loaded[0]
         self.compiled: CompiledGrammar = self.grammars.compile(self.schema)
-        if self.store.db.wal_copy is not None:
+        if self.store.wal_copy is not None:
             log.warning(
                 "the last stop was unclean: its write-ahead log was replayed; a copy is kept at %s "
                 "(if memories told before the stop are missing, the log was damaged)",
-                self.store.db.wal_copy,
+                self.store.wal_copy,
             )
-        if not self.store.db.read_only and self.store.lexical.empty() and self.store.lexical.written_with() is None:
+        if not self.store.read_only and self.store.lexical.empty() and self.store.lexical.written_with() is None:
             self.store.lexical.mark_written_with(INDEX_TERMS_VERSION)  # a new file: indexed as written
         self.mode = mode
         self._model_spec = model if model is not None else self.settings.model
@@ -161,7 +161,7 @@ class Appliance:
             VectorIndexer(self.store, self.recall_embedder)
             if self.recall_embedder is not None
             and self.recall_embedder is not self.embedder
-            and not self.store.db.read_only
+            and not self.store.read_only
             else None
         )
         self.lifecycle = LifecycleService(
@@ -472,7 +472,7 @@ class Appliance:
         """Rebuild the lexical index when it was written with another term function (an upgrade
         that changed how words are reduced); returns how many memories were indexed again."""
         lexical = self.store.lexical
-        if self.store.db.read_only or lexical.written_with() == INDEX_TERMS_VERSION:
+        if self.store.read_only or lexical.written_with() == INDEX_TERMS_VERSION:
             return 0
         if not lexical.empty():
             lexical.clear()
@@ -528,7 +528,7 @@ class Appliance:
     def _index_backlog(self) -> None:
         """Index memories the lexical and time channels do not hold yet (once, e.g. after an
         upgrade from a file written before they existed)."""
-        if self._indexed or self.store.db.read_only:  # a read-only file is searched as it stands
+        if self._indexed or self.store.read_only:  # a read-only file is searched as it stands
             return
         with self._backlog_lock:  # one thread rebuilds; two clearing and refilling would double postings
             if not self._indexed:
@@ -720,7 +720,7 @@ class Appliance:
         target = Path(path)
         if not target.parent.is_dir():
             raise InputError(f"no directory {target.parent}", hint="create it first")
-        self.store.db.snapshot(target)
+        self.store.snapshot(target)
         return {"path": str(target), "bytes": target.stat().st_size, **self.store.counts()}
 
     def restore(self, path: str | Path) -> dict[str, Any]:
@@ -728,7 +728,7 @@ class Appliance:
         timeline, merge and forget logs, migrations — as they were."""
         if not Path(path).is_file():
             raise InputError(f"no snapshot at {path}")
-        self.store.db.restore_from(path)
+        self.store.restore_from(path)
         self._indexed = False
         return self.store.counts()
 
@@ -920,7 +920,7 @@ class Appliance:
             "model": self._model_spec
             if isinstance(self._model_spec, str)
             else getattr(self._model_spec, "model_id", "engine"),
-            **({"recovered_log_copy": str(self.store.db.wal_copy)} if self.store.db.wal_copy else {}),
+            **({"recovered_log_copy": str(self.store.wal_copy)} if self.store.wal_copy else {}),
         }
 
     def close(self) -> None:

@@ -62,7 +62,7 @@ def serve_asgi(
             if marker is not None:
                 marker.unlink(missing_ok=True)
             app.close()  # checkpoint: the file alone holds everything acknowledged
-            failed = app.store.db.checkpoint_failed
+            failed = app.store.checkpoint_failed
             if failed:  # e.g. a full disk: nothing is lost, but the file alone is not the whole
                 say(
                     f"appliance {kind} stopped; the final checkpoint failed ({failed}): the memories it "

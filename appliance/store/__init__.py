@@ -286,6 +286,24 @@ class MemoryStore:
     def checkpoint(self) -> None:
         self.db.checkpoint()
 
+    @property
+    def wal_copy(self) -> Path | None:
+        """The copy of a write-ahead log kept at open (``database.keep_wal_copy``), if any."""
+        return self.db.wal_copy
+
+    @property
+    def checkpoint_failed(self) -> str:
+        """Why the last checkpoint failed ("" when it did not): the log still holds the rest."""
+        return self.db.checkpoint_failed
+
+    def snapshot(self, target: str | Path) -> None:
+        """A consistent copy of the whole store in a new file (``backup``)."""
+        self.db.snapshot(target)
+
+    def restore_from(self, source: str | Path) -> None:
+        """Fill this (empty) store with every row of the snapshot ``source`` (``restore``)."""
+        self.db.restore_from(source)
+
     def close(self) -> None:
         self.db.close()
 

@@ -3,12 +3,12 @@
 Typed spans come from the language packs' readers — numbers and number words, amounts, ranges
 and bounds, dates, clock times — and from shapes — codes, phone numbers, e-mail addresses,
 street addresses. Text spans come from phrase structure: runs of content words (capitalised
-runs such as "New York" or "Sacramento, CA" marked as names), the words after a preposition or
-an agent cue ("starring quentin kenihan"), quoted text, and for CJK the pieces between function
+runs such as "New York" or "Sacramento, CA" marked as names), the words after a preposition
+("starring quentin kenihan"), quoted text, and for CJK the pieces between function
 words ("从北京京仪大酒店到聚宝源(牛街总店)" → "北京京仪大酒店", "聚宝源(牛街总店)").
 
 Each span carries what later evidence needs: its kind, its normalised value, the cue word before
-it and the role that cue gives it (origin "from"/"从", destination "to"/"到", agent "by"), and a
+it and the role that cue gives it (origin "from"/"从", destination "to"/"到"), and a
 window of words around it. Nothing here knows the schema; which spans an attribute may take is
 decided by the attribute's kind (``evidence.py``).
 """
@@ -51,7 +51,7 @@ class Span:
     capital: bool = False  # a capitalised run (proper-noun shape)
     quoted: bool = False
     cue: str = ""  # the preposition / cue word right before it
-    role: str = ""  # origin | destination | agent | "" (from the cue)
+    role: str = ""  # origin | destination | "" (from the cue)
     left: str = ""  # a few words before it (evidence window)
     right: str = ""  # a few words after it
     cut: bool = False  # a CJK piece cut inside a word ("红烧肉做" → "红烧肉", "蚂蚁搬家" → "蚁搬家")
@@ -67,11 +67,9 @@ def _cue_words(
     codes: tuple[str, ...],
     origin: tuple[str, ...],
     dest: tuple[str, ...],
-    agent: tuple[str, ...],
     preps: tuple[str, ...],
 ) -> dict[str, str]:
     roles: dict[str, str] = {w.lower(): "" for w in preps}
-    roles.update({w.lower(): "agent" for w in agent})
     roles.update({w.lower(): "destination" for w in dest})
     roles.update({w.lower(): "origin" for w in origin})
     return roles
@@ -79,9 +77,7 @@ def _cue_words(
 
 def _roles(lang: Language) -> dict[str, str]:
     lx = lang.lex
-    return _cue_words(
-        lang.codes, tuple(lx.origin_cues), tuple(lx.destination_cues), tuple(lx.agent_cues), tuple(lx.prepositions)
-    )
+    return _cue_words(lang.codes, tuple(lx.origin_cues), tuple(lx.destination_cues), tuple(lx.prepositions))
 
 
 def cue_before(lang: Language, text: str, start: int) -> tuple[str, str]:
@@ -119,7 +115,7 @@ def taught_cue(lang: Language, text: str, start: int) -> str:
     if has_cjk(before[-1:]):
         return before[-1]
     openers = {w.lower() for w in lang.lex.noun_openers}
-    roles = _roles(lang)  # a word with a role (origin, destination, agent), not a bare preposition
+    roles = _roles(lang)  # a word with a role (origin, destination), not a bare preposition
     words = re.findall(r"[\w'’-]+", before.lower())
     while len(words) > 1 and words[-1] in openers:
         words.pop()

@@ -341,7 +341,6 @@ LEXICON = Lexicon(
         "returning",
     ),
     noun_openers=("the", "a", "an", "my", "your", "his", "her", "their", "our", "its", "this", "that"),
-    agent_cues=("by", "starring", "featuring", "with", "directed by", "sung by", "performed by", "called", "named"),
     stopwords=tuple(_STOPWORDS),
     request_verbs=tuple(
         (

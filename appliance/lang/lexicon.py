@@ -90,7 +90,6 @@ class Lexicon:
     prepositions: tuple[str, ...] = ()  # a value often follows one ("in Paris", "在北京")
     origin_cues: tuple[str, ...] = ()  # the value after one is a from/start ("from", "从")
     destination_cues: tuple[str, ...] = ()  # the value after one is a to/end ("to", "去")
-    agent_cues: tuple[str, ...] = ()  # "by", "starring", "with" (a person follows)
     # words that may stand between a cue and its value ("to *their* savings account", "from
     # *the* 10th"): the cue still gives the value its role
     noun_openers: tuple[str, ...] = ()

@@ -191,7 +191,6 @@ LEXICON = Lexicon(
     prepositions=("在", "到", "去", "从", "往", "叫", "住", "吃", "在于", "位于", "附近", "周边"),
     origin_cues=("从", "出发", "起点", "出发地"),
     destination_cues=("到", "去", "往", "目的地", "终点", "前往"),
-    agent_cues=("叫",),
     stopwords=tuple(_STOPWORDS),
     request_verbs=(
         "预订",

@@ -30,6 +30,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,17 @@ def measure(turns: int) -> dict[str, float]:
     return out
 
 
+@lru_cache(maxsize=1)
+def _sources() -> dict[str, str]:
+    """The text of every module of ``appliance/`` outside ``lang``, by its name (read once)."""
+    return {
+        str(path.relative_to(ROOT / "appliance").with_suffix("")): path.read_text(encoding="utf-8")
+        for path in sorted((ROOT / "appliance").rglob("*.py"))
+        if path.parent.name != "lang"
+    }
+
+
+@lru_cache(maxsize=1)
 def _lang_functions() -> dict[str, str]:
     """Source of every function and method of ``appliance/lang`` (not the packs), by name."""
     out: dict[str, str] = {}
@@ -132,11 +144,11 @@ def measure_with_model(turns: int) -> dict[str, float]:
     embedder = shared_embedder("use3")
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for name, key in (("sgd", "sgd"), ("crosswoz-val", "crosswoz")):
+        for name, intent, f1 in (("sgd", "sgd_intent", "sgd"), ("crosswoz-val", "crosswoz_domain", "crosswoz")):
             sample, schemas = load_set(name)
             s = summary(run_appliance(sample_dialogues(sample, turns, 7)[0], schemas, engine, embedder, Path(tmp)))
-            out[f"{key}_intent" if key == "sgd" else "crosswoz_domain"] = round(s["intent"], 4)
-            out[key] = round(s["slot_f1"], 4)
+            out[intent] = round(s["intent"], 4)
+            out[f1] = round(s["slot_f1"], 4)
         n = notes_summary(run_set(load_notes(SETS["val"], None), engine, embedder, Path(tmp)))
     out["notes_event"] = round(n["event"], 4)
     out["notes_keys"] = round(n["key"], 4)
@@ -158,13 +170,7 @@ def readers(rule: str) -> list[str]:
             break
         through |= more
     uses = re.compile(token + ("|" + _any_call(through) if through else ""))
-    found = []
-    for path in sorted((ROOT / "appliance").rglob("*.py")):
-        if path.parent.name == "lang":
-            continue
-        if uses.search(path.read_text(encoding="utf-8")):
-            found.append(str(path.relative_to(ROOT / "appliance").with_suffix("")))
-    return found
+    return [module for module, src in _sources().items() if uses.search(src)]
 
 
 def _any_call(names: set[str]) -> str:

@@ -16,13 +16,23 @@ __all__ = ["Settings", "PROJECT_ROOT"]
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
+def is_server_url(target: str | Path) -> bool:
+    """Whether a database target names a PostgreSQL server rather than a DuckDB file."""
+    return str(target).startswith(("postgresql://", "postgres://"))
+
+
+def database_target(value: str) -> str | Path:
+    """``APPLIANCE_DB`` / ``--db``: a PostgreSQL URL as it is, else a DuckDB file path."""
+    return value if is_server_url(value) else Path(value)
+
+
 class Settings(BaseModel):
     """Where things live and which model runs; frozen so it can be shared safely."""
 
     model_config = ConfigDict(frozen=True)
 
     home: Path
-    db_path: Path
+    db_path: Path | str  # a DuckDB file, or a postgresql:// URL (a server shared by processes and hosts)
     grammar_dir: Path  # the user's grammar cache (written)
     shipped_grammar_dir: Path  # grammars installed with the package (read only)
     schema_dir: Path
@@ -49,7 +59,7 @@ class Settings(BaseModel):
         home = Path(e.get("APPLIANCE_HOME", str(Path.home() / ".appliance")))
         return cls(
             home=home,
-            db_path=Path(e.get("APPLIANCE_DB", str(home / "memory.duckdb"))),
+            db_path=database_target(e.get("APPLIANCE_DB", str(home / "memory.duckdb"))),
             grammar_dir=Path(e.get("APPLIANCE_GRAMMARS", str(home / "grammars"))),
             shipped_grammar_dir=PROJECT_ROOT / "grammars",
             schema_dir=Path(e.get("APPLIANCE_SCHEMAS", str(PROJECT_ROOT / "schemas"))),

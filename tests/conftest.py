@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -100,6 +101,41 @@ def settings(tmp_path: Path) -> Settings:
             "APPLIANCE_SEMANTIC": "off",  # unit tests opt in with FakeEmbedder
         }
     )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backend",
+        choices=("duckdb", "postgres"),
+        default=os.environ.get("APPLIANCE_TEST_BACKEND", "duckdb"),
+        help="the engine every store of the suite is opened on (postgres: a server the session starts)",
+    )
+
+
+@pytest.fixture(autouse=True)
+def _store_backend(request, monkeypatch):  # type: ignore[no-untyped-def]
+    """Under ``--backend postgres``, a store opened at a ``.duckdb`` path is a database of the
+    session's PostgreSQL server (``tests/postgres_server.py``); ``duckdb_only`` tests keep files."""
+    if request.config.getoption("--backend") == "postgres" and request.node.get_closest_marker("duckdb_only") is None:
+        import appliance.store as store_package
+        from appliance.store.database import open_database
+        from tests.postgres_server import url_for_path
+
+        def on_server(target, read_only=False, create=True):  # type: ignore[no-untyped-def]
+            if str(target).endswith(".duckdb"):
+                target = url_for_path(target)
+            return open_database(target, read_only=read_only, create=create)
+
+        monkeypatch.setattr(store_package, "open_database", on_server)
+    yield
+
+
+@pytest.fixture
+def pg_url() -> str:
+    """A new, empty database on the session's PostgreSQL server."""
+    from tests.postgres_server import fresh_database_url
+
+    return fresh_database_url()
 
 
 @pytest.fixture(autouse=True)

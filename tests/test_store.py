@@ -10,7 +10,7 @@ import pytest
 from appliance.domain.records import MemoryRecord, Relationship
 from appliance.errors import CorruptStoreError, StaleUpdateError, StoreLockedError
 from appliance.store import MemoryStore
-from appliance.store.migrations import DB_VERSION
+from appliance.store.duckdb.migrations import DB_VERSION
 
 from .conftest import make_record
 
@@ -84,6 +84,7 @@ def test_committed_data_survives_reopen(tmp_path) -> None:  # type: ignore[no-un
         assert s.get_record("m1") is not None
 
 
+@pytest.mark.duckdb_only
 def test_corrupt_file_is_refused_and_left_untouched(tmp_path) -> None:  # type: ignore[no-untyped-def]
     p = tmp_path / "bad.duckdb"
     p.write_bytes(b"this is not a database" * 100)
@@ -94,6 +95,7 @@ def test_corrupt_file_is_refused_and_left_untouched(tmp_path) -> None:  # type: 
     assert p.read_bytes() == before
 
 
+@pytest.mark.duckdb_only
 def test_foreign_duckdb_file_is_migrated_not_destroyed(tmp_path) -> None:  # type: ignore[no-untyped-def]
     p = tmp_path / "other.duckdb"
     con = duckdb.connect(str(p))
@@ -106,6 +108,7 @@ def test_foreign_duckdb_file_is_migrated_not_destroyed(tmp_path) -> None:  # typ
     con.close()
 
 
+@pytest.mark.duckdb_only
 def test_second_process_gets_a_clear_lock_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
     p = tmp_path / "a.duckdb"
     s = MemoryStore(p)
@@ -134,6 +137,7 @@ def test_bulk_insert_matches_single_inserts(tmp_path) -> None:  # type: ignore[n
     assert one.counts()["memories"] == bulk.counts()["memories"] == 3
 
 
+@pytest.mark.duckdb_only
 def test_migration_from_v1_adds_index(tmp_path) -> None:  # type: ignore[no-untyped-def]
     p = tmp_path / "old.duckdb"
     MemoryStore(p).close()
@@ -149,13 +153,14 @@ def test_migration_from_v1_adds_index(tmp_path) -> None:  # type: ignore[no-unty
     con.close()
 
 
+@pytest.mark.duckdb_only
 def test_vector_lists_are_trained_clustered_and_still_exact_for_a_stored_vector(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Past the brute-force size the vectors get k-means lists and the table is rewritten in list
     order: nothing is lost, the key still holds (a vector can be replaced), and a stored vector
     is its own nearest neighbour, in its session only; vectors written after training are found."""
     import numpy as np
 
-    from appliance.store import vectors as vectors_module
+    from appliance.store.duckdb import vectors as vectors_module
 
     monkeypatch.setattr(vectors_module, "BRUTE_FORCE_MAX", 300)
     rng = np.random.default_rng(3)
@@ -203,6 +208,7 @@ def _bm25_postings(store: MemoryStore) -> list[tuple[str, str, list[str]]]:
     return [(f"m{i}", f"s{i % 3}", [words[(i * k) % len(words)] for k in range(1, 2 + i % 5)]) for i in range(300)]
 
 
+@pytest.mark.duckdb_only
 def test_lexical_postings_from_a_v5_file_get_their_lengths_and_rank_the_same(tmp_path) -> None:  # type: ignore[no-untyped-def]
     p = tmp_path / "v5.duckdb"
     store = MemoryStore(p)
@@ -223,6 +229,7 @@ def test_lexical_postings_from_a_v5_file_get_their_lengths_and_rank_the_same(tmp
     store.close()
 
 
+@pytest.mark.duckdb_only
 def test_lexical_postings_are_clustered_as_they_grow_and_rank_the_same(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Past the clustering size the postings are rewritten in (session, term) order: same
     scores, indexes back, later postings found, and no rewrite again until they have doubled."""
@@ -246,6 +253,7 @@ def test_lexical_postings_are_clustered_as_they_grow_and_rank_the_same(tmp_path,
     store.close()
 
 
+@pytest.mark.duckdb_only
 def test_entities_are_clustered_by_session_as_they_grow_and_match_the_same(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Past the clustering size the entities are rewritten in (session, type) order: every one
     kept with its values and history, the key still enforced, names matched as before, later

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 from appliance.store import MemoryStore
-from appliance.store.database import WAL_COPIES_KEPT
+from appliance.store.duckdb.database import WAL_COPIES_KEPT
 
 WRITER = textwrap.dedent(
     """
@@ -62,7 +62,7 @@ def test_a_file_that_cannot_be_written_is_opened_for_reading(tmp_path: Path, mon
 
     from appliance.api import Appliance
     from appliance.errors import StoreError
-    from appliance.store import database
+    from appliance.store.duckdb import database
     from appliance.testing import FakeEngine
 
     db = tmp_path / "m.duckdb"

@@ -44,7 +44,8 @@ def serve_asgi(
     import uvicorn
 
     say = announce or (lambda line: print(line, file=sys.stderr, flush=True))
-    marker = server_file(app.store.path) if app.store.path not in ("", ":memory:") else None
+    # the marker beside a file tells the CLI which server holds it; a server database is shared
+    marker = server_file(app.store.path) if app.store.backend == "duckdb" and app.store.path != ":memory:" else None
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: Any = None) -> None:

@@ -22,12 +22,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from ..domain.records import MemoryRecord, RecallHit, RecallQuery, RecordWrite, Relationship
 from ..domain.schema import MemorySchema
-from ..errors import DiskFullError, StoreError
-from .database import Database, first_row, now, out_of_space, session_clause
+from ..errors import StoreError
+from .backends import open_database, vectors_repo
+from .database import Connection, Database, WriteConflict, first_row, is_server_url, now, session_clause
 from .days import DaysRepo
 from .entities import EntitiesRepo, Values, merge_values
 from .lexical import LexicalRepo
@@ -42,6 +41,8 @@ from .vectors import ENCODER_TABLES, VectorsRepo
 __all__ = [
     "MemoryStore",
     "Database",
+    "open_database",
+    "is_server_url",
     "merge_values",
     "Values",
     "RecordFacts",
@@ -55,15 +56,17 @@ MAX_ATTEMPTS = 5
 
 
 class MemoryStore:
-    """Records, entities, relationships and vectors in one DuckDB file (or ``:memory:``)."""
+    """Records, entities, relationships and vectors in one DuckDB file (or ``:memory:``), or in
+    a PostgreSQL database shared by many processes (``path`` a ``postgresql://`` URL)."""
 
     def __init__(self, path: str | Path, read_only: bool = False, encoder: str = "use3", create: bool = True) -> None:
-        self.db = Database(path, read_only=read_only, create=create)
-        self.path = self.db.path
+        self.db = open_database(path, read_only=read_only, create=create)
+        self.path = self.db.path  # the file, or the server URL without its password
+        self.backend = self.db.backend  # "duckdb" or "postgres"
         self.read_only = self.db.read_only  # also when the file could only be opened for reading
         self.records = RecordsRepo(self.db)
         self.entities = EntitiesRepo(self.db)
-        self.vectors = VectorsRepo(self.db, encoder)
+        self.vectors: VectorsRepo = vectors_repo(self.db, encoder)
         self.merges = MergesRepo(self.db, self.entities)
         self.lexical = LexicalRepo(self.db)
         self.days = DaysRepo(self.db)
@@ -77,21 +80,21 @@ class MemoryStore:
         for attempt in range(MAX_ATTEMPTS):
             try:
                 with self.db.transaction() as con:
+                    self.db.lock_sessions(con, [record.session_id])
                     self._write(con, plan, request_id)
                 return record
-            except duckdb.TransactionException as exc:
-                if out_of_space(str(exc)):  # no retry helps: say what is wrong
-                    raise DiskFullError("the disk is full: the record was not stored") from None
+            except WriteConflict:
                 if attempt == MAX_ATTEMPTS - 1:
                     raise StoreError("could not commit the record after retries (write conflict)") from None
         return record
 
-    def _write(self, con: duckdb.DuckDBPyConnection, plan: RecordWrite, request_id: str | None) -> None:
+    def _write(self, con: Connection, plan: RecordWrite, request_id: str | None) -> None:
         record = plan.record
         self.records.insert(con, record, request_id)
         if plan.summary_of:
             con.executemany(
-                "INSERT OR IGNORE INTO memory_links VALUES (?, ?)", [[record.memory_id, m] for m in plan.summary_of]
+                "INSERT INTO memory_links VALUES (?, ?) ON CONFLICT DO NOTHING",
+                [[record.memory_id, m] for m in plan.summary_of],
             )
         session = record.session_id
         linked: set[tuple[str, str]] = set()
@@ -160,6 +163,7 @@ class MemoryStore:
                 links.append((r.memory_id, r.session_id, etype, eid, role))
                 touched.setdefault((r.session_id, etype, eid), []).append((values, r.memory_id))
         with self.db.transaction() as con:
+            self.db.lock_sessions(con, [r.session_id for r in records])
             self.records.insert_many(con, records)
             existing = self.entities.existing(con, list(touched))
             rows: list[tuple[Any, ...]] = []
@@ -196,7 +200,7 @@ class MemoryStore:
         with self.db.transaction() as con:
             if only_stored:
                 ids = [m for m, _, _ in rows]
-                sql = "SELECT memory_id FROM memories WHERE memory_id IN (SELECT unnest(?))"
+                sql = "SELECT memory_id FROM memories WHERE memory_id IN (SELECT unnest(?::VARCHAR[]))"
                 alive = {r[0] for r in con.execute(sql, [ids]).fetchall()}
                 rows = [r for r in rows if r[0] in alive]
             self.vectors.put(con, rows)
@@ -211,6 +215,7 @@ class MemoryStore:
             if row is None:
                 raise StoreError(f"no memory {memory_id}", hint="list memories to find its id")
             session, old_type, old_id = row
+            self.db.lock_sessions(con, [session])
             self.records.update(con, memory_id, **fields)
             etype, eid = fields.get("entity_type", old_type), fields.get("entity_id", old_id)
             if etype and eid:

@@ -1,46 +1,101 @@
-"""The DuckDB connection: opening, migrations, transactions, checkpoints.
+"""What the repositories need of a database, whichever engine holds it.
 
-Why it is shaped this way:
+Two backends implement ``Database``: the embedded DuckDB file (``store/duckdb``, the default)
+and a PostgreSQL server shared by many processes and hosts (``store/postgres``). The
+repositories of this package write one SQL that both engines run — ``?`` parameters,
+``ON CONFLICT``, ``unnest(?::VARCHAR[])`` lists, ``strpos`` — and ask the backend for what
+differs: bulk loads (``bulk``), the vector index, clustering rewrites, snapshots.
 
-* One connection per file, one lock: DuckDB lets one process write a file; in-process writers
-  are serialised by an ``RLock`` and a second process gets ``StoreLockedError`` with a hint.
-* ``transaction()`` is the only way to write: BEGIN … COMMIT, or ROLLBACK on any error. A
-  committed transaction survives SIGKILL (DuckDB's WAL); an uncommitted one disappears whole.
-* Migrations run on open (``meta.db_version``); the file is never silently recreated, and a
-  file written by a newer appliance is refused unmodified.
-* ``checkpoint()`` folds the WAL into the file, so a copy of the ``.duckdb`` file alone holds
-  every committed record (a stop on SIGTERM calls it; ``close`` does too).
-* Extensions are never auto-installed (that would download): only built-ins (json, parquet).
-* A write-ahead log left by an unclean stop is copied aside before DuckDB replays it
-  (``keep_wal_copy``): a damaged log would otherwise lose its tail without a word.
+``backends.open_database`` picks the backend from the target.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-import duckdb
-
-from ..errors import CorruptStoreError, StoreError, StoreLockedError
-from .migrations import DB_VERSION, MIGRATIONS
+from ..config import is_server_url
+from ..errors import StoreError
 
 __all__ = [
+    "Connection",
     "Database",
-    "keep_wal_copy",
-    "out_of_space",
+    "Result",
+    "WriteConflict",
+    "is_server_url",
     "now",
     "session_clause",
     "grown_since_rewrite",
     "first_row",
-    "DB_VERSION",
+    "put_meta",
+    "sql_path",
 ]
+
+
+class WriteConflict(StoreError):
+    """A write lost a race with another writer (an entity changed between read and write, a
+    serialization failure, a deadlock): the whole transaction is rolled back and may be retried."""
+
+
+class Result(Protocol):
+    """The outcome of one statement: its rows (none for a write without RETURNING)."""
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Connection(Protocol):
+    """The connection a transaction runs on: statements with ``?`` parameters."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ...) -> Any: ...
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> Any: ...
+
+
+class Database(Protocol):
+    """One store's database: its lock, transactions, reads and the parts that differ by engine."""
+
+    backend: str  # "duckdb" or "postgres"
+    path: str  # the file, or the server URL without its password
+    read_only: bool
+    read_only_reason: str
+    wal_copy: Path | None
+    checkpoint_failed: str
+    lock: threading.RLock
+    Error: type[Exception]  # the engine's base error (statements that may fail on old files)
+
+    def transaction(self) -> AbstractContextManager[Connection]: ...
+
+    def reading(self) -> AbstractContextManager[Connection]: ...
+
+    def lock_sessions(self, con: Connection, sessions: Sequence[str]) -> None: ...
+
+    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None: ...
+
+    def bulk(
+        self, con: Connection, sql: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]
+    ) -> None: ...
+
+    def table_names(self) -> set[str]: ...
+
+    def columns(self, table: str) -> list[tuple[str, str]]: ...
+
+    def pages(self, con: Connection, sql: str, size: int) -> Iterator[list[tuple[Any, ...]]]: ...
+
+    def checkpoint(self) -> None: ...
+
+    def snapshot(self, target: str | Path) -> None: ...
+
+    def restore_from(self, source: str | Path) -> None: ...
+
+    def export_parquet(self, sql: str, path: Path) -> None: ...
+
+    def close(self) -> None: ...
 
 
 def now() -> datetime:
@@ -50,11 +105,23 @@ def now() -> datetime:
 def grown_since_rewrite(db: Database, rows: int, minimum: int, growth: float, meta_key: str) -> bool:
     """Whether a table of ``rows`` rows is due for its ordered rewrite: it has ``minimum`` rows
     and was never rewritten, or has grown ``growth`` times since the rewrite recorded under
-    ``meta_key``."""
-    if rows < minimum:
+    ``meta_key``. Only DuckDB reads blocks by their min/max; PostgreSQL's indexes need none."""
+    if db.backend != "duckdb" or rows < minimum:
         return False
     row = db.fetch("SELECT value FROM meta WHERE key = ?", [meta_key])
     return not row or rows >= growth * int(row[0][0])
+
+
+def put_meta(con: Connection, key: str, value: str) -> None:
+    con.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value", [key, value])
+
+
+def sql_path(path: Path) -> str:
+    """A file path for COPY, which cannot take it as a bound parameter: only a plain path."""
+    s = str(path)
+    if "'" in s or "\x00" in s:
+        raise StoreError(f"unsupported characters in export path {s!r}")
+    return s
 
 
 def session_clause(column: str, session: str | None, keyword: str = "AND") -> tuple[str, list[Any]]:
@@ -62,232 +129,10 @@ def session_clause(column: str, session: str | None, keyword: str = "AND") -> tu
     return (f" {keyword} {column} = ? ", [session]) if session else ("", [])
 
 
-def first_row(result: duckdb.DuckDBPyConnection) -> tuple[Any, ...] | None:
+def first_row(result: Result) -> tuple[Any, ...] | None:
     """The first row of the statement just run, its result read to the end: DuckDB 2 refuses to
     register a frame (the bulk writes of vectors, postings, entities) on a connection whose last
     result is unfinished, and ``fetchone`` leaves a result so — a record that ended on a read
     failed to store its vector."""
     rows = result.fetchall()
-    return rows[0] if rows else None
-
-
-WAL_COPIES_KEPT = 3
-
-
-def _held_by_another(db: Path) -> bool:
-    """Whether another process holds DuckDB's write lock on ``db`` (a POSIX record lock):
-    its write-ahead log is live, not left by an unclean stop."""
-    try:
-        import fcntl
-    except ImportError:  # no POSIX locks here: DuckDB's own open decides
-        return False
-    fd = os.open(db, os.O_RDONLY)
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)  # also releases the probe's shared lock
-    return False
-
-
-def out_of_space(error: str) -> bool:
-    """Whether a DuckDB error is the disk being full."""
-    low = error.lower()
-    return "no space left" in low or "disk is full" in low or "disk full" in low
-
-
-def _unwritable(error: str) -> bool:
-    low = error.lower()
-    return "read-only file system" in low or "permission denied" in low
-
-
-def keep_wal_copy(db: Path) -> Path | None:
-    """Before DuckDB replays a write-ahead log left by an unclean stop, a copy of it beside the
-    file (``<db>.wal.<time>.replayed``), the newest ``WAL_COPIES_KEPT`` kept. DuckDB replays a
-    damaged log up to its last whole entry without an error and then deletes it: a cut log
-    would lose the commits after the cut silently. With the copy those bytes still exist, and
-    the appliance says so when it opens (``Appliance.recovered``)."""
-    wal = db.with_name(db.name + ".wal")
-    try:
-        if not wal.is_file() or wal.stat().st_size == 0 or _held_by_another(db):
-            return None  # a live writer's log is no leftover (and DuckDB will refuse the open)
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        copy = wal.with_name(f"{wal.name}.{stamp}.replayed")
-        shutil.copy2(wal, copy)
-    except OSError:
-        return None  # no room or no right to copy: opening is still better than refusing
-    for old in sorted(wal.parent.glob(wal.name + ".*.replayed"))[:-WAL_COPIES_KEPT]:
-        old.unlink(missing_ok=True)
-    return copy
-
-
-class Database:
-    """One DuckDB file (or ``:memory:``) with its lock, migrations and transactions."""
-
-    def __init__(self, path: str | Path, read_only: bool = False, create: bool = True) -> None:
-        self.path = str(path)
-        if self.path != ":memory:":
-            p = Path(self.path)
-            if not p.exists() and not create:
-                raise StoreError(
-                    f"no database at {self.path}",
-                    hint="check the path, or pass --create (create=True) to start a new database there",
-                )
-            if p.exists() and p.is_dir():
-                raise StoreError(f"{self.path} is a directory, not a database file")
-            p.parent.mkdir(parents=True, exist_ok=True)
-        config: dict[str, str | bool | int | float | list[str]] = {"autoinstall_known_extensions": False}
-        self.wal_copy = keep_wal_copy(Path(self.path)) if self.path != ":memory:" and not read_only else None
-        self.read_only_reason = ""
-        self.checkpoint_failed = ""
-        try:
-            try:
-                self.con = duckdb.connect(self.path, read_only=read_only, config=config)
-            except duckdb.IOException as exc:
-                # a read-only filesystem or a file the user may not write: reading still works
-                if read_only or not Path(self.path).is_file() or not _unwritable(str(exc)):
-                    raise
-                self.con = duckdb.connect(self.path, read_only=True, config=config)
-                read_only = True
-                self.read_only_reason = str(exc).splitlines()[0][:200]
-        except duckdb.IOException as exc:
-            text = str(exc)
-            if "lock" in text.lower():
-                raise StoreLockedError(
-                    f"database {self.path} is in use by another process: {text.splitlines()[0][:200]}"
-                ) from None
-            raise CorruptStoreError(f"cannot open database {self.path}: {text[:300]}") from None
-        except duckdb.Error as exc:
-            raise CorruptStoreError(f"cannot open database {self.path}: {str(exc)[:300]}") from None
-        self.lock = threading.RLock()
-        self.read_only = read_only
-        self.closed = False
-        try:
-            if not read_only:
-                self._migrate()
-            self._check()
-        except Exception:
-            self.con.close()
-            raise
-
-    def _migrate(self) -> None:
-        with self.lock:
-            self.con.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
-            row = first_row(self.con.execute("SELECT value FROM meta WHERE key = 'db_version'"))
-            current = int(row[0]) if row else 0
-            if current > DB_VERSION:
-                raise StoreError(
-                    f"database version {current} is newer than this appliance ({DB_VERSION})",
-                    hint="upgrade the appliance",
-                )
-            for version in range(current + 1, DB_VERSION + 1):
-                self.con.execute("BEGIN TRANSACTION")
-                try:
-                    for stmt in MIGRATIONS[version]:
-                        self.con.execute(stmt)
-                    self.con.execute("INSERT OR REPLACE INTO meta VALUES ('db_version', ?)", [str(version)])
-                    self.con.execute("COMMIT")
-                except Exception:
-                    self.con.execute("ROLLBACK")
-                    raise
-
-    def _check(self) -> None:
-        try:
-            first_row(self.con.execute("SELECT count(*) FROM memories"))
-        except duckdb.Error as exc:
-            raise CorruptStoreError(f"{self.path} is not an appliance database: {str(exc)[:200]}") from None
-
-    @contextmanager
-    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """BEGIN … COMMIT under the lock; ROLLBACK when the body raises."""
-        if self.read_only:
-            raise StoreError(
-                "the store is open read-only" + (f" ({self.read_only_reason})" if self.read_only_reason else ""),
-                hint="reading, recall and export work; to write, make the file and its folder writable"
-                if self.read_only_reason
-                else "",
-            )
-        with self.lock:
-            self.con.execute("BEGIN TRANSACTION")
-            try:
-                yield self.con
-            except BaseException:
-                self.con.execute("ROLLBACK")
-                raise
-            self.con.execute("COMMIT")
-
-    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        """Run one read statement under the lock."""
-        with self.lock:
-            return self.con.execute(sql, list(params)).fetchall()
-
-    def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        with self.lock:
-            return first_row(self.con.execute(sql, list(params)))
-
-    def checkpoint(self) -> None:
-        """Fold the WAL into the database file (a copy of the file alone then holds everything)."""
-        if self.read_only or self.closed:
-            return
-        with self.lock:
-            self.con.execute("CHECKPOINT")
-
-    def snapshot(self, target: str | Path) -> None:
-        """Write a consistent, self-contained copy of the whole database (every table: memories,
-        entities and their timeline, merge/forget logs, migrations, indexes' data) to a new
-        file ``target``, while this connection stays open and serving: under the lock no write
-        is half-done, and the copy is one read transaction."""
-        dest = Path(target)
-        if dest.exists():
-            raise StoreError(f"{dest} exists", hint="choose a new file name (a backup never overwrites)")
-        catalog = self.fetch_one("SELECT current_database()")
-        with self.lock:
-            try:
-                self.con.execute("ATTACH ? AS appliance_snapshot", [str(dest)])
-                try:
-                    self.con.execute(
-                        f'COPY FROM DATABASE "{catalog[0] if catalog else "memory"}" TO appliance_snapshot'
-                    )
-                finally:
-                    self.con.execute("DETACH appliance_snapshot")
-            except duckdb.Error as exc:
-                for p in (dest, dest.with_name(dest.name + ".wal")):
-                    p.unlink(missing_ok=True)
-                raise StoreError(f"backup to {dest} failed: {str(exc).splitlines()[0][:200]}") from None
-        Database(dest).close()  # the copy opens as an appliance database (and is checkpointed)
-
-    def restore_from(self, source: str | Path) -> None:
-        """Fill this (empty) database with every row of the snapshot ``source`` exactly as it
-        was: ids, timestamps, entity history, logs, migrations."""
-        src = Database(source, read_only=True, create=False)
-        src.close()  # its version and tables are checked; now copy it
-        tables = [
-            r[0] for r in self.fetch("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()")
-        ]
-        with self.transaction() as con:
-            if first_row(con.execute("SELECT count(*) FROM memories")) != (0,):
-                raise StoreError(
-                    "restore needs an empty database", hint="restore into a new --db file, or move this one away"
-                )
-            con.execute("ATTACH ? AS appliance_restore (READ_ONLY)", [str(source)])
-            try:
-                for table in tables:
-                    con.execute(f'DELETE FROM "{table}"')
-                    con.execute(f'INSERT INTO "{table}" BY NAME SELECT * FROM appliance_restore.main."{table}"')
-            finally:
-                con.execute("DETACH appliance_restore")
-
-    def close(self) -> None:
-        """Checkpoint and close. A checkpoint that fails (a full disk) loses nothing — the
-        committed records stay in the WAL beside the file and are replayed on the next open —
-        but the file alone no longer holds them: ``checkpoint_failed`` says so."""
-        with self.lock:
-            if self.closed:
-                return
-            try:
-                self.checkpoint()
-            except duckdb.Error as exc:  # closing still closes; the WAL keeps what the file lacks
-                self.checkpoint_failed = str(exc).splitlines()[0][:200]
-            self.con.close()
-            self.closed = True
+    return tuple(rows[0]) if rows else None

@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date
 
-import duckdb
-
-from .database import Database, session_clause
+from .database import Connection, Database, session_clause
 
 __all__ = ["DaysRepo"]
 
@@ -21,17 +19,15 @@ class DaysRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def put(
-        self, con: duckdb.DuckDBPyConnection, memory_id: str, session: str, days: Sequence[tuple[date, date, str]]
-    ) -> None:
+    def put(self, con: Connection, memory_id: str, session: str, days: Sequence[tuple[date, date, str]]) -> None:
         if days:
             con.executemany(
                 "INSERT INTO memory_days VALUES (?, ?, ?, ?, ?)",
                 [[memory_id, session, a, b, src] for a, b, src in days],
             )
 
-    def delete(self, con: duckdb.DuckDBPyConnection, memory_ids: Sequence[str]) -> None:
-        con.execute("DELETE FROM memory_days WHERE memory_id IN (SELECT unnest(?))", [list(memory_ids)])
+    def delete(self, con: Connection, memory_ids: Sequence[str]) -> None:
+        con.execute("DELETE FROM memory_days WHERE memory_id IN (SELECT unnest(?::VARCHAR[]))", [list(memory_ids)])
 
     def within(self, session: str | None, first: date, last: date, limit: int = 200) -> list[str]:
         """Memories about a day in [first, last], the ones stating such a date first, newest first."""

@@ -21,34 +21,29 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import duckdb
-
 from ..domain.records import Entity
 from ..errors import StaleUpdateError, StoreError
-from .database import Database, first_row, grown_since_rewrite, now, session_clause
+from .database import Connection, Database, WriteConflict, first_row, grown_since_rewrite, now, put_meta, session_clause
 from .rows import ENTITY_SELECT, dumps, entity_from_row, holding_clause
 
 __all__ = ["Values", "merge_values", "EntitiesRepo"]
 
-_LINK_COLUMNS = ("memory_id", "session_id", "entity_type", "entity_id", "role")
-_PUT_COLUMNS = ("session_id", "entity_type", "entity_id", "state", "attributes", "version", "as_of", "memory_id")
+_LINK_COLUMNS = tuple((c, "VARCHAR") for c in ("memory_id", "session_id", "entity_type", "entity_id", "role"))
+_PUT_COLUMNS = (
+    ("session_id", "VARCHAR"),
+    ("entity_type", "VARCHAR"),
+    ("entity_id", "VARCHAR"),
+    ("state", "VARCHAR"),
+    ("attributes", "JSON"),
+    ("version", "INTEGER"),
+    ("as_of", "TIMESTAMPTZ"),
+    ("memory_id", "VARCHAR"),
+)
 # Entities are rewritten in (session, type) order once there are this many, and again each time
 # they have doubled since (synthetic 50k entities in 10 sessions: name matching p50 9.4 → 4.1 ms).
 CLUSTER_MIN = 20_000
 CLUSTER_GROWTH = 2.0
 _CLUSTERED_AT = "entities_clustered_at"  # meta key: entities when last rewritten
-
-
-def _bulk(con: duckdb.DuckDBPyConnection, sql: str, rows: Sequence[tuple[Any, ...]], columns: Sequence[str]) -> None:
-    """Run ``sql`` over ``rows`` registered as a DataFrame (one set-based statement)."""
-    import pandas as pd  # ships with gradio; zero-copy bulk inserts
-
-    frame = pd.DataFrame(list(rows), columns=list(columns))
-    con.register("_bulk_rows", frame)
-    try:
-        con.execute(sql.format(frame="_bulk_rows"))
-    finally:
-        con.unregister("_bulk_rows")
 
 
 @dataclass(frozen=True)
@@ -84,7 +79,7 @@ class EntitiesRepo:
         self.db = db
 
     # --- inside a transaction -------------------------------------------------------------
-    def read(self, con: duckdb.DuckDBPyConnection, session: str, etype: str, eid: str) -> Entity | None:
+    def read(self, con: Connection, session: str, etype: str, eid: str) -> Entity | None:
         row = first_row(
             con.execute(
                 f"SELECT {ENTITY_SELECT} FROM entities e WHERE e.session_id = ? AND e.entity_type = ? AND e.entity_id = ?",
@@ -95,7 +90,7 @@ class EntitiesRepo:
 
     def upsert(
         self,
-        con: duckdb.DuckDBPyConnection,
+        con: Connection,
         session: str,
         etype: str,
         eid: str,
@@ -139,7 +134,7 @@ class EntitiesRepo:
                 ],
             ).fetchall()
             if not changed:
-                raise duckdb.TransactionException("entity changed concurrently")
+                raise WriteConflict("entity changed concurrently")
             version = changed[0][0]
         self._history(con, session, etype, eid, version, merged, memory_id, stamp)
         return Entity(
@@ -155,7 +150,7 @@ class EntitiesRepo:
 
     @staticmethod
     def _history(
-        con: duckdb.DuckDBPyConnection,
+        con: Connection,
         session: str,
         etype: str,
         eid: str,
@@ -169,42 +164,40 @@ class EntitiesRepo:
             [session, etype, eid, version, values.state, dumps(values.attributes), values.as_of or stamp, memory_id],
         )
 
-    def delete(self, con: duckdb.DuckDBPyConnection, session: str, etype: str, eid: str) -> None:
+    def delete(self, con: Connection, session: str, etype: str, eid: str) -> None:
         con.execute(
             "DELETE FROM entities WHERE session_id = ? AND entity_type = ? AND entity_id = ?", [session, etype, eid]
         )
 
-    def link(
-        self, con: duckdb.DuckDBPyConnection, memory_id: str, session: str, etype: str, eid: str, role: str
-    ) -> None:
+    def link(self, con: Connection, memory_id: str, session: str, etype: str, eid: str, role: str) -> None:
         con.execute("INSERT INTO memory_entities VALUES (?, ?, ?, ?, ?)", [memory_id, session, etype, eid, role])
 
-    def link_many(self, con: duckdb.DuckDBPyConnection, links: Sequence[tuple[str, str, str, str, str]]) -> None:
+    def link_many(self, con: Connection, links: Sequence[tuple[str, str, str, str, str]]) -> None:
         """(memory_id, session, type, id, role) links, set-wise (imports)."""
         if links:
-            _bulk(con, "INSERT INTO memory_entities SELECT * FROM {frame}", links, _LINK_COLUMNS)
+            self.db.bulk(con, "INSERT INTO memory_entities SELECT * FROM {frame}", _LINK_COLUMNS, links)
 
-    def put_many(self, con: duckdb.DuckDBPyConnection, rows: Sequence[tuple[Any, ...]]) -> None:
+    def put_many(self, con: Connection, rows: Sequence[tuple[Any, ...]]) -> None:
         """Write already-merged entity versions set-wise, each with its history row (imports):
         (session, type, id, state, attributes JSON, version, as_of, memory_id)."""
         if not rows:
             return
-        _bulk(
+        self.db.bulk(
             con,
             "INSERT INTO entities (session_id, entity_type, entity_id, state, attributes, version, created_at, "
             "updated_at, as_of) SELECT session_id, entity_type, entity_id, state, attributes, version, now(), now(), "
             "as_of FROM {frame} ON CONFLICT (session_id, entity_type, entity_id) DO UPDATE SET state = excluded.state, "
             "attributes = excluded.attributes, version = excluded.version, updated_at = excluded.updated_at, "
             "as_of = excluded.as_of",
-            rows,
             _PUT_COLUMNS,
+            rows,
         )
-        _bulk(
+        self.db.bulk(
             con,
             "INSERT INTO entity_history SELECT session_id, entity_type, entity_id, version, state, attributes, "
             "as_of, memory_id FROM {frame}",
-            rows,
             _PUT_COLUMNS,
+            rows,
         )
 
     # --- one transaction each ---------------------------------------------------------------
@@ -245,8 +238,8 @@ class EntitiesRepo:
 
     # --- reading -----------------------------------------------------------------------------
     def get(self, session: str, etype: str, eid: str) -> Entity | None:
-        with self.db.lock:
-            return self.read(self.db.con, session, etype, eid)
+        with self.db.reading() as con:
+            return self.read(con, session, etype, eid)
 
     def page(self, session: str | None = None, limit: int = 200, offset: int = 0) -> list[Entity]:
         where, params = session_clause("e.session_id", session, "WHERE")
@@ -271,8 +264,8 @@ class EntitiesRepo:
         """Stored ids of ``etype`` that end with ``suffix`` (and are longer than it)."""
         rows = self.db.fetch(
             "SELECT entity_id FROM entities WHERE session_id = ? AND entity_type = ? "
-            "AND ends_with(entity_id, ?) AND entity_id <> ? ORDER BY updated_at DESC LIMIT 10",
-            [session, etype, suffix, suffix],
+            "AND right(entity_id, length(?)) = ? AND entity_id <> ? ORDER BY updated_at DESC LIMIT 10",
+            [session, etype, suffix, suffix, suffix],
         )
         return [r[0] for r in rows]
 
@@ -298,17 +291,18 @@ class EntitiesRepo:
         if not usable:
             return []
         where, params = session_clause("e.session_id", session)
+        contained = (
+            "strpos(lower(e.entity_id), lower(q.k)) > 0 OR strpos(lower(CAST(e.attributes AS VARCHAR)), lower(q.k)) > 0"
+        )
         rows = self.db.fetch(
             f"SELECT {ENTITY_SELECT}, q.k, CASE "
-            "WHEN lower(e.entity_id) = lower(q.k) THEN 1.0 "
-            "WHEN contains(lower(e.entity_id), lower(q.k)) OR contains(lower(CAST(e.attributes AS VARCHAR)), lower(q.k)) THEN 0.9 "
+            f"WHEN lower(e.entity_id) = lower(q.k) THEN 1.0 WHEN {contained} THEN 0.9 "
             "ELSE jaro_winkler_similarity(lower(e.entity_id), lower(q.k)) END AS strength "
-            "FROM entities e, (SELECT unnest(?) AS k) q "
-            f"WHERE (contains(lower(e.entity_id), lower(q.k)) OR contains(lower(CAST(e.attributes AS VARCHAR)), lower(q.k)) "
-            "OR (NOT regexp_matches(q.k, '[0-9]') AND jaro_winkler_similarity(lower(e.entity_id), lower(q.k)) >= 0.9))"
+            "FROM entities e, (SELECT unnest(?::VARCHAR[]) AS k, unnest(?::BOOLEAN[]) AS fuzzy) q "
+            f"WHERE ({contained} OR (q.fuzzy AND jaro_winkler_similarity(lower(e.entity_id), lower(q.k)) >= 0.9))"
             f"{where} "
             "ORDER BY strength DESC, e.updated_at DESC LIMIT ?",
-            [usable, *params, limit],
+            [usable, [not any(ch.isdigit() for ch in k) for k in usable], *params, limit],
         )
         out = [(entity_from_row(r[:8]), r[8], float(r[9])) for r in rows]
         return [(e, k, strength) for e, k, strength in out if strength == 1.0 or _holds_code(e, k)]
@@ -334,7 +328,7 @@ class EntitiesRepo:
             con.execute("DELETE FROM entities")
             con.execute("INSERT INTO entities SELECT * FROM entities_clustered")
             con.execute("DROP TABLE entities_clustered")
-            con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [_CLUSTERED_AT, str(n[0] if n else 0)])
+            put_meta(con, _CLUSTERED_AT, str(n[0] if n else 0))
         self.db.checkpoint()
 
     def holding(self, session: str | None, attributes: Sequence[tuple[str, str]], limit: int = 3) -> list[Entity]:
@@ -357,7 +351,7 @@ class EntitiesRepo:
             return []
         where, params = session_clause("e.session_id", session)
         rows = self.db.fetch(
-            f"SELECT {ENTITY_SELECT} FROM entities e WHERE e.entity_type IN (SELECT unnest(?)){where} "
+            f"SELECT {ENTITY_SELECT} FROM entities e WHERE e.entity_type IN (SELECT unnest(?::VARCHAR[])){where} "
             "ORDER BY e.updated_at DESC LIMIT ?",
             [list(types), *params, limit],
         )
@@ -386,9 +380,7 @@ class EntitiesRepo:
             )
         ]
 
-    def existing(
-        self, con: duckdb.DuckDBPyConnection, keys: Sequence[tuple[str, str, str]]
-    ) -> dict[tuple[str, str, str], Entity]:
+    def existing(self, con: Connection, keys: Sequence[tuple[str, str, str]]) -> dict[tuple[str, str, str], Entity]:
         """The stored entities among ``keys`` (session, type, id), read in one statement."""
         if not keys:
             return {}

@@ -16,9 +16,7 @@ from collections.abc import Sequence
 from datetime import date, timedelta
 from typing import NamedTuple
 
-import duckdb
-
-from .database import Database, first_row, grown_since_rewrite, session_clause
+from .database import Connection, Database, first_row, grown_since_rewrite, put_meta, session_clause
 
 __all__ = ["LexicalRepo", "Unindexed", "K1", "B"]
 
@@ -32,6 +30,16 @@ CLUSTER_GROWTH = 2.0
 _TIE_MARGIN = 16
 _CLUSTERED_AT = "lexical_clustered_at"  # meta key: postings when last rewritten
 _TERMS_VERSION = "lexical_terms_version"  # meta key: the term function the postings were made with
+_POSTING_COLUMNS = (
+    ("memory_id", "VARCHAR"),
+    ("session_id", "VARCHAR"),
+    ("term", "VARCHAR"),
+    ("tf", "INTEGER"),
+    ("length", "INTEGER"),
+)
+_DOC_COLUMNS = (("memory_id", "VARCHAR"), ("session_id", "VARCHAR"), ("length", "INTEGER"))
+_ON_DOC_CONFLICT = "ON CONFLICT (memory_id) DO UPDATE SET session_id = excluded.session_id, length = excluded.length"
+_PUT_DOC = "INSERT INTO lexical_docs VALUES (?, ?, ?) " + _ON_DOC_CONFLICT
 _TERMS_DDL = (
     "CREATE TABLE {name} (memory_id VARCHAR NOT NULL, session_id VARCHAR NOT NULL, term VARCHAR NOT NULL, "
     "tf INTEGER NOT NULL, length INTEGER)"
@@ -55,7 +63,7 @@ class LexicalRepo:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def index(self, con: duckdb.DuckDBPyConnection, memory_id: str, session: str, terms: Sequence[str]) -> None:
+    def index(self, con: Connection, memory_id: str, session: str, terms: Sequence[str]) -> None:
         """Write one memory's postings inside the caller's transaction."""
         counts = Counter(terms)
         if counts:  # one statement over two arrays: executemany costs ~30 ms for a long message
@@ -64,31 +72,31 @@ class LexicalRepo:
                 "SELECT ?, ?, unnest(?::VARCHAR[]), unnest(?::INTEGER[]), ?",
                 [memory_id, session, list(counts), list(counts.values()), len(terms)],
             )
-        con.execute("INSERT OR REPLACE INTO lexical_docs VALUES (?, ?, ?)", [memory_id, session, len(terms)])
+        con.execute(_PUT_DOC, [memory_id, session, len(terms)])
 
-    def index_many(self, con: duckdb.DuckDBPyConnection, docs: Sequence[tuple[str, str, Sequence[str]]]) -> None:
+    def index_many(self, con: Connection, docs: Sequence[tuple[str, str, Sequence[str]]]) -> None:
         """Many memories' postings, set-wise (imports, backfill)."""
-        import pandas as pd  # ships with gradio; zero-copy bulk inserts
-
         postings = [(m, s, t, n, len(terms)) for m, s, terms in docs for t, n in Counter(terms).items()]
         lengths = [(m, s, len(terms)) for m, s, terms in docs]
-        for name, rows, cols in (
-            ("lexical_terms", postings, ["memory_id", "session_id", "term", "tf", "length"]),
-            ("lexical_docs", lengths, ["memory_id", "session_id", "length"]),
-        ):
-            if not rows:
-                continue
-            con.register("_lex", pd.DataFrame(rows, columns=cols))
-            try:
-                verb = "INSERT OR REPLACE" if name == "lexical_docs" else "INSERT"
-                con.execute(f"{verb} INTO {name} ({', '.join(cols)}) SELECT * FROM _lex")
-            finally:
-                con.unregister("_lex")
+        if postings:
+            self.db.bulk(
+                con,
+                "INSERT INTO lexical_terms (memory_id, session_id, term, tf, length) SELECT * FROM {frame}",
+                _POSTING_COLUMNS,
+                postings,
+            )
+        if lengths:
+            self.db.bulk(
+                con,
+                "INSERT INTO lexical_docs (memory_id, session_id, length) SELECT * FROM {frame} " + _ON_DOC_CONFLICT,
+                _DOC_COLUMNS,
+                lengths,
+            )
 
-    def delete(self, con: duckdb.DuckDBPyConnection, memory_ids: Sequence[str]) -> None:
+    def delete(self, con: Connection, memory_ids: Sequence[str]) -> None:
         ids = list(memory_ids)
-        con.execute("DELETE FROM lexical_terms WHERE memory_id IN (SELECT unnest(?))", [ids])
-        con.execute("DELETE FROM lexical_docs WHERE memory_id IN (SELECT unnest(?))", [ids])
+        con.execute("DELETE FROM lexical_terms WHERE memory_id IN (SELECT unnest(?::VARCHAR[]))", [ids])
+        con.execute("DELETE FROM lexical_docs WHERE memory_id IN (SELECT unnest(?::VARCHAR[]))", [ids])
 
     def missing(self, within: timedelta, limit: int = 1000) -> list[Unindexed]:
         """Memories not indexed yet, each with the text of the memory told just before it in its
@@ -120,7 +128,7 @@ class LexicalRepo:
 
     def mark_written_with(self, version: str) -> None:
         with self.db.transaction() as con:
-            con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [_TERMS_VERSION, version])
+            put_meta(con, _TERMS_VERSION, version)
 
     def clear(self) -> None:
         """Drop every posting (the index is rebuilt from the memories: a new term function)."""
@@ -150,7 +158,7 @@ class LexicalRepo:
             params_t = [*params_t, days[1], days[0]]
         where_d, params_d = session_clause("session_id", session, "WHERE")
         sql = (
-            "WITH q AS (SELECT unnest(?) AS term), "
+            "WITH q AS (SELECT unnest(?::VARCHAR[]) AS term), "
             f"stats AS (SELECT count(*) AS n, avg(length) AS avgdl FROM lexical_docs{where_d}), "
             "hits AS (SELECT t.memory_id, t.term, t.tf, t.length FROM lexical_terms t JOIN q ON t.term = q.term "
             f"WHERE TRUE{where_t}), "
@@ -175,7 +183,8 @@ class LexicalRepo:
         told = {
             mid: (ts, recorded)
             for mid, ts, recorded in self.db.fetch(
-                "SELECT memory_id, ts, recorded_at FROM memories WHERE memory_id IN (SELECT unnest(?))", [tied]
+                "SELECT memory_id, ts, recorded_at FROM memories WHERE memory_id IN (SELECT unnest(?::VARCHAR[]))",
+                [tied],
             )
         }
         order = sorted(range(len(scored)), key=lambda i: (-rounded[i], told.get(scored[i][0], ()), scored[i][0]))
@@ -204,7 +213,7 @@ class LexicalRepo:
             con.execute("ALTER TABLE lexical_terms_clustered RENAME TO lexical_terms")
             for ddl in _TERMS_INDEXES:
                 con.execute(ddl)
-            con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", [_CLUSTERED_AT, str(n[0] if n else 0)])
+            put_meta(con, _CLUSTERED_AT, str(n[0] if n else 0))
 
     def held(self, session: str | None, terms: Sequence[str]) -> bool:
         """Whether one memory of ``session`` holds every one of ``terms``."""
@@ -217,7 +226,7 @@ class LexicalRepo:
             return []
         where, params = session_clause("session_id", session)
         rows = self.db.fetch(
-            f"SELECT memory_id FROM lexical_terms WHERE term IN (SELECT unnest(?)){where} "
+            f"SELECT memory_id FROM lexical_terms WHERE term IN (SELECT unnest(?::VARCHAR[])){where} "
             "GROUP BY memory_id HAVING count(DISTINCT term) = ? ORDER BY memory_id LIMIT ?",
             [unique, *params, len(unique), limit],
         )
@@ -230,7 +239,7 @@ class LexicalRepo:
             return {}
         where, params = session_clause("session_id", session)
         rows = self.db.fetch(
-            f"SELECT term, count(*) FROM lexical_terms WHERE term IN (SELECT unnest(?)){where} GROUP BY term",
+            f"SELECT term, count(*) FROM lexical_terms WHERE term IN (SELECT unnest(?::VARCHAR[])){where} GROUP BY term",
             [unique, *params],
         )
         found = {r[0]: int(r[1]) for r in rows}

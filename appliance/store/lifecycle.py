@@ -15,11 +15,9 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import duckdb
-
 from ..domain.records import SUMMARY_EVENT
 from ..errors import StoreError
-from .database import Database, first_row, session_clause
+from .database import Connection, Database, first_row, session_clause
 from .database import now as _now
 from .lexical import LexicalRepo
 from .vectors import VectorsRepo
@@ -79,7 +77,10 @@ class LifecycleRepo:
     # --- forgetting -----------------------------------------------------------------------
     def end_session(self, session: str) -> None:
         with self.db.transaction() as con:
-            con.execute("INSERT OR REPLACE INTO ended_sessions VALUES (?, ?)", [session, _now()])
+            con.execute(
+                "INSERT INTO ended_sessions VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE SET ts = excluded.ts",
+                [session, _now()],
+            )
 
     def record_facts(self, session: str | None = None) -> list[RecordFacts]:
         """What a forgetting policy looks at, for every record (no text, no attributes)."""
@@ -135,7 +136,7 @@ class LifecycleRepo:
         spec: dict[str, Any],
         memories: Sequence[tuple[str, dict[str, Any], dict[str, Any]]],
         entities: Sequence[tuple[tuple[str, str, str], dict[str, Any], dict[str, Any]]],
-        then: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
+        then: Callable[[Connection], None] | None = None,
     ) -> int:
         """Rewrite records and entities; keep each before-image for ``revert_migration``.
 
@@ -170,9 +171,7 @@ class LifecycleRepo:
                 then(con)
         return len(memories)
 
-    def revert_migration(
-        self, migration_id: str, then: Callable[[duckdb.DuckDBPyConnection], None] | None = None
-    ) -> int:
+    def revert_migration(self, migration_id: str, then: Callable[[Connection], None] | None = None) -> int:
         """Put back every row a migration changed, exactly as it was; returns records restored.
         ``then`` runs in the same transaction (the stored schema switches back with the rows)."""
         with self.db.transaction() as con:
@@ -223,7 +222,7 @@ class LifecycleRepo:
         ]
 
     @staticmethod
-    def _write_memory_fields(con: duckdb.DuckDBPyConnection, memory_id: str, fields: dict[str, Any]) -> None:
+    def _write_memory_fields(con: Connection, memory_id: str, fields: dict[str, Any]) -> None:
         con.execute(
             "UPDATE memories SET schema_id = ?, event_type = ?, state = ?, attributes = ? WHERE memory_id = ?",
             [
@@ -236,7 +235,7 @@ class LifecycleRepo:
         )
 
     @staticmethod
-    def _write_entity_fields(con: duckdb.DuckDBPyConnection, key: tuple[Any, ...], fields: dict[str, Any]) -> None:
+    def _write_entity_fields(con: Connection, key: tuple[Any, ...], fields: dict[str, Any]) -> None:
         con.execute(
             "UPDATE entities SET state = ?, attributes = ? WHERE session_id = ? AND entity_type = ? AND entity_id = ?",
             [fields["state"], json.dumps(fields["attributes"], ensure_ascii=False), *key],

@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import duckdb
-
-from .database import Database, first_row, now, session_clause
+from .database import Connection, Database, first_row, now, session_clause
 from .entities import EntitiesRepo, Values
 
 __all__ = ["MergesRepo"]
@@ -28,7 +26,7 @@ class MergesRepo:
         """Ids stored as suffixes ("尾号2345") that ``full_id`` ends with."""
         rows = self.db.fetch(
             "SELECT entity_id FROM partial_ids WHERE session_id = ? AND entity_type = ? "
-            "AND ends_with(?, entity_id) AND entity_id <> ?",
+            "AND right(?, length(entity_id)) = entity_id AND entity_id <> ?",
             [session, etype, full_id, full_id],
         )
         return [r[0] for r in rows]
@@ -41,12 +39,12 @@ class MergesRepo:
         return [dict(zip(keys, r)) for r in rows]
 
     # --- inside a transaction ----------------------------------------------------------------
-    def mark_partial(self, con: duckdb.DuckDBPyConnection, session: str, etype: str, eid: str) -> None:
-        con.execute("INSERT OR IGNORE INTO partial_ids VALUES (?, ?, ?)", [session, etype, eid])
+    def mark_partial(self, con: Connection, session: str, etype: str, eid: str) -> None:
+        con.execute("INSERT INTO partial_ids VALUES (?, ?, ?) ON CONFLICT DO NOTHING", [session, etype, eid])
 
     def merge(
         self,
-        con: duckdb.DuckDBPyConnection,
+        con: Connection,
         session: str,
         etype: str,
         from_id: str,
@@ -73,7 +71,7 @@ class MergesRepo:
 
     def relink(
         self,
-        con: duckdb.DuckDBPyConnection,
+        con: Connection,
         memory_id: str,
         etype: str,
         old_id: str,
@@ -111,9 +109,7 @@ class MergesRepo:
         return True
 
     @staticmethod
-    def _move_links(
-        con: duckdb.DuckDBPyConnection, session: str, etype: str, old: str, new: str, memory_id: str | None
-    ) -> None:
+    def _move_links(con: Connection, session: str, etype: str, old: str, new: str, memory_id: str | None) -> None:
         """Re-point memory links, primary ids and relationships from ``old`` to ``new``
         (only those of ``memory_id`` when given)."""
         only = " AND memory_id = ?" if memory_id else ""
@@ -134,14 +130,14 @@ class MergesRepo:
         for end, columns in moved.items():
             match = f"WHERE session_id = ? AND {end}_type = ? AND {end}_id = ?" + only
             con.execute(
-                f"INSERT OR IGNORE INTO relationships SELECT {columns} FROM relationships {match}",
+                f"INSERT INTO relationships SELECT {columns} FROM relationships {match} ON CONFLICT DO NOTHING",
                 [new, session, etype, old, *extra],
             )
             con.execute(f"DELETE FROM relationships {match}", [session, etype, old, *extra])
 
     @staticmethod
     def _log(
-        con: duckdb.DuckDBPyConnection,
+        con: Connection,
         session: str,
         etype: str,
         from_id: str,

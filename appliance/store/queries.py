@@ -28,7 +28,7 @@ _LINKED_MEMORY = (
     "WHERE me.session_id = e.session_id AND me.entity_type = e.entity_type AND me.entity_id = e.entity_id AND "
 )
 _EVENT_SQL = _LINKED_MEMORY + "m.event_type = ?)"
-_TEXT_SQL = _LINKED_MEMORY + "contains(lower(m.source_text), lower(?)))"
+_TEXT_SQL = _LINKED_MEMORY + "strpos(lower(m.source_text), lower(?)) > 0)"
 
 
 def _attribute_owner(schema: MemorySchema, entity_type: str | None, name: str) -> bool:
@@ -45,6 +45,13 @@ def _field_sql(schema: MemorySchema, entity_type: str | None, name: str, params:
         raise QueryError(f"unknown field {name[:60]!r} for {where}")
     params.append(f'$."{name}"')
     return "json_extract_string(e.attributes, ?)"
+
+
+def _as_number(expr: str) -> str:
+    """``expr`` as a number when its text is a decimal number, else NULL (in the SQL both
+    engines run: SIMILAR TO, with no ``?`` and no ``.`` wildcard, means the same in each)."""
+    text = f"trim(CAST({expr} AS VARCHAR))"
+    return f"(CASE WHEN {text} SIMILAR TO '[-+]{{0,1}}[0-9]+([.][0-9]+){{0,1}}' THEN CAST({text} AS FLOAT8) END)"
 
 
 def _numeric(value: Any) -> float | None:
@@ -82,11 +89,11 @@ def _conditions(
                 where.append(f"CAST({expr} AS VARCHAR) {cmp} ?")
                 params += fparams + [str(f.value)]
             else:
-                where.append(f"TRY_CAST({expr} AS DOUBLE) {cmp} ?")
-                params += fparams + [num]
+                where.append(f"{_as_number(expr)} {cmp} ?")
+                params += fparams * 2 + [num]  # the expression is read twice
         elif f.op == "contains":
-            # contains() takes no wildcards: '%' or '_' in a value are plain characters.
-            where.append(f"contains(lower(CAST({expr} AS VARCHAR)), lower(?))")
+            # strpos takes no wildcards: '%' or '_' in a value are plain characters.
+            where.append(f"strpos(lower(CAST({expr} AS VARCHAR)), lower(?)) > 0")
             params += fparams + [str(f.value)]
         else:
             where.append(f"CAST({expr} AS VARCHAR) = ?")
@@ -125,8 +132,8 @@ def compile_query(schema: MemorySchema, q: RecallQuery, session: str) -> tuple[s
     if q.sort:
         expr = _field_sql(schema, q.result_type, q.sort.field, order_params).replace("e.", "h.")
         direction = "DESC" if q.sort.descending else "ASC"
-        order = f"TRY_CAST({expr} AS DOUBLE) {direction} NULLS LAST, {expr} {direction} NULLS LAST"
-        order_params *= 2
+        order = f"{_as_number(expr)} {direction} NULLS LAST, {expr} {direction} NULLS LAST"
+        order_params *= 3  # the expression is read three times
     else:
         order = "h.updated_at DESC"
     final = f"SELECT * FROM ({sql}) h ORDER BY {order} LIMIT ?"
@@ -145,14 +152,16 @@ def _hop(schema: MemorySchema, hop: Hop, current: str | None, inner: str, params
     forward = hop.target_type == rel.target and (current in (None, rel.source))
     a, b = ("source", "target") if forward else ("target", "source")
     conds, cparams = _conditions(schema, hop.target_type, hop.filters)
+    # each entity once however many paths reach it: EXISTS, not DISTINCT (PostgreSQL has no
+    # equality on JSON values to compare whole rows with)
     sql = (
-        f"SELECT DISTINCT {_ENTITY_COLS} "
-        f"FROM ({inner}) s JOIN relationships r ON r.session_id = s.session_id AND r.rel_type = ? "
-        f"AND r.{a}_type = s.entity_type AND r.{a}_id = s.entity_id "
-        f"JOIN entities e ON e.session_id = r.session_id AND e.entity_type = r.{b}_type AND e.entity_id = r.{b}_id "
-        "WHERE " + " AND ".join(["e.entity_type = ?", *conds])
+        f"SELECT {_ENTITY_COLS} FROM entities e WHERE "
+        + " AND ".join(["e.entity_type = ?", *conds])
+        + f" AND EXISTS (SELECT 1 FROM ({inner}) s JOIN relationships r ON r.session_id = s.session_id "
+        f"AND r.rel_type = ? AND r.{a}_type = s.entity_type AND r.{a}_id = s.entity_id "
+        f"WHERE r.session_id = e.session_id AND r.{b}_type = e.entity_type AND r.{b}_id = e.entity_id)"
     )
-    return sql, params + [rel.type, hop.target_type] + cparams
+    return sql, [hop.target_type, *cparams, *params, rel.type]
 
 
 def run_query(

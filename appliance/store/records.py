@@ -13,14 +13,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from ..domain.records import MemoryRecord, Relationship
 from ..errors import StoreError
-from .database import Database, first_row, now, session_clause
+from .database import Connection, Database, now, session_clause
 from .rows import (
     MEMORY_COLUMNS,
     MEMORY_SELECT,
+    MEMORY_TYPES,
     dumps,
     holding_clause,
     memory_row,
@@ -39,28 +38,26 @@ class RecordsRepo:
         self.db = db
 
     # --- writing (inside a transaction) -------------------------------------------------
-    def insert(self, con: duckdb.DuckDBPyConnection, r: MemoryRecord, request_id: str | None = None) -> None:
+    def insert(self, con: Connection, r: MemoryRecord, request_id: str | None = None) -> None:
         con.execute(_INSERT, list(memory_row(r, recorded_at=now(), request_id=request_id)))
 
-    def add_relationship(self, con: duckdb.DuckDBPyConnection, session: str, rel: Relationship, memory_id: str) -> None:
+    def add_relationship(self, con: Connection, session: str, rel: Relationship, memory_id: str) -> None:
         con.execute(
-            "INSERT OR IGNORE INTO relationships VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO relationships VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [session, rel.type, rel.source_type, rel.source_id, rel.target_type, rel.target_id, memory_id, now()],
         )
 
-    def insert_many(self, con: duckdb.DuckDBPyConnection, records: Sequence[MemoryRecord]) -> None:
-        import pandas as pd  # ships with gradio; zero-copy bulk inserts
-
+    def insert_many(self, con: Connection, records: Sequence[MemoryRecord]) -> None:
         stamp = now()
-        frame = pd.DataFrame([memory_row(r, recorded_at=stamp) for r in records], columns=list(MEMORY_COLUMNS))
-        con.register("_bulk_m", frame)
-        try:
-            con.execute(f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) SELECT * FROM _bulk_m")
-        finally:
-            con.unregister("_bulk_m")
+        self.db.bulk(
+            con,
+            f"INSERT INTO memories ({', '.join(MEMORY_COLUMNS)}) SELECT * FROM {{frame}}",
+            list(MEMORY_TYPES.items()),
+            [memory_row(r, recorded_at=stamp) for r in records],
+        )
 
     # --- one transaction each ---------------------------------------------------------------
-    def update(self, con: duckdb.DuckDBPyConnection, memory_id: str, **fields: Any) -> None:
+    def update(self, con: Connection, memory_id: str, **fields: Any) -> None:
         """Edit a stored record's fields (already validated by the caller), inside a transaction."""
         bad = set(fields) - set(EDITABLE_FIELDS)
         if bad:
@@ -87,7 +84,7 @@ class RecordsRepo:
         )
         return int(row[0]) if row else 0
 
-    def delete(self, con: duckdb.DuckDBPyConnection, memory_id: str) -> bool:
+    def delete(self, con: Connection, memory_id: str) -> bool:
         """Delete one record and its links (entities stay: other records may cite them);
         the caller deletes its vectors and lexical postings in the same transaction."""
         con.execute("DELETE FROM memory_entities WHERE memory_id = ?", [memory_id])
@@ -102,9 +99,8 @@ class RecordsRepo:
     ) -> list[MemoryRecord]:
         """Records matching a WHERE clause written in this package, with bound params."""
         sql = f"SELECT {MEMORY_SELECT} FROM memories m WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?"
-        with self.db.lock:
-            rows = self.db.con.execute(sql, [*params, limit, offset]).fetchall()
-            return self.from_rows(rows)
+        with self.db.reading():  # the rows and their relationships as of one moment
+            return self.from_rows(self.db.fetch(sql, [*params, limit, offset]))
 
     def from_rows(self, rows: Sequence[Sequence[Any]]) -> list[MemoryRecord]:
         """Build records with their relationships fetched in one query, not one per row."""
@@ -112,12 +108,11 @@ class RecordsRepo:
         ids = [r[0] for r in rows]
         if ids:
             marks = ", ".join("?" for _ in ids)
-            with self.db.lock:
-                found = self.db.con.execute(
-                    "SELECT memory_id, rel_type, source_type, source_id, target_type, target_id FROM relationships "
-                    f"WHERE memory_id IN ({marks})",
-                    ids,
-                ).fetchall()
+            found = self.db.fetch(
+                "SELECT memory_id, rel_type, source_type, source_id, target_type, target_id FROM relationships "
+                f"WHERE memory_id IN ({marks})",
+                ids,
+            )
             for mid, *rel in found:
                 rels.setdefault(mid, []).append(relationship_from_row(rel))
         return [record_from_row(r, rels.get(r[0], [])) for r in rows]
@@ -164,7 +159,7 @@ class RecordsRepo:
         all of it (100k memories: 13 ms for three)."""
         out: dict[str, tuple[str, str]] = {}
         for mid, session, ts, recorded in self.db.fetch(
-            "SELECT memory_id, session_id, ts, recorded_at FROM memories WHERE memory_id IN (SELECT unnest(?))",
+            "SELECT memory_id, session_id, ts, recorded_at FROM memories WHERE memory_id IN (SELECT unnest(?::VARCHAR[]))",
             [list(ids)],
         ):
             row = self.db.fetch_one(
@@ -236,7 +231,7 @@ class RecordsRepo:
     def containing(self, session: str | None, text: str, limit: int = 5) -> list[MemoryRecord]:
         """Records whose text contains ``text`` (case-sensitive substring, no wildcards)."""
         where, params = session_clause("m.session_id", session)
-        return self._where(f"contains(m.source_text, ?){where}", [text, *params], limit=limit)
+        return self._where(f"strpos(m.source_text, ?) > 0{where}", [text, *params], limit=limit)
 
     def for_entity(self, session: str | None, etype: str, eid: str, limit: int = 5) -> list[MemoryRecord]:
         where = "m.memory_id IN (SELECT memory_id FROM memory_entities WHERE entity_type = ? AND entity_id = ?" + (
@@ -324,21 +319,20 @@ class RecordsRepo:
 
     # --- Parquet ---------------------------------------------------------------------------------
     def export_parquet(self, path: Path) -> int:
-        with self.db.lock:
-            try:
-                self.db.con.execute(
-                    f"COPY (SELECT * FROM memories ORDER BY ts) TO '{_sql_path(path)}' (FORMAT parquet)"
-                )
-            except duckdb.Error as exc:
-                raise StoreError(f"cannot write {path}: {str(exc).splitlines()[0][:200]}") from None
-            row = first_row(self.db.con.execute("SELECT count(*) FROM memories"))
+        with self.db.reading():
+            self.db.export_parquet("SELECT * FROM memories ORDER BY ts", path)
+            row = self.db.fetch_one("SELECT count(*) FROM memories")
         return int(row[0]) if row else 0
 
-    def read_parquet_rows(self, path: Path) -> list[dict[str, Any]]:
-        """Rows of a Parquet export (as written by ``export_parquet``), as dicts."""
-        with self.db.lock:
+    @staticmethod
+    def read_parquet_rows(path: Path) -> list[dict[str, Any]]:
+        """Rows of a Parquet export (as written by ``export_parquet``), as dicts: read by an
+        in-memory DuckDB whichever backend stores the memory."""
+        import duckdb
+
+        with duckdb.connect() as con:
             try:
-                cur = self.db.con.execute("SELECT * FROM read_parquet(?)", [str(path)])
+                cur = con.execute("SELECT * FROM read_parquet(?)", [str(path)])
             except duckdb.Error as exc:
                 raise StoreError(f"cannot read {path} as Parquet: {str(exc)[:200]}") from None
             cols = [d[0] for d in cur.description]
@@ -346,11 +340,3 @@ class RecordsRepo:
 
     def attributes_json(self, raw: str | None) -> dict[str, Any]:
         return json.loads(raw or "{}")
-
-
-def _sql_path(path: Path) -> str:
-    # COPY cannot take a bound parameter for its target; refuse anything but a plain path.
-    s = str(path)
-    if "'" in s or "\x00" in s:
-        raise StoreError(f"unsupported characters in export path {s!r}")
-    return s

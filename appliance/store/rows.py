@@ -39,6 +39,14 @@ MEMORY_COLUMNS = (
     "recorded_at",
     "request_id",
 )
+# the engine types of those columns, for bulk loads that name them
+MEMORY_TYPES = dict.fromkeys(MEMORY_COLUMNS, "VARCHAR") | {
+    "ts": "TIMESTAMPTZ",
+    "recorded_at": "TIMESTAMPTZ",
+    "confidence": "FLOAT8",
+    "attributes": "JSON",
+    "spans": "JSON",
+}
 MEMORY_SELECT = ", ".join(f"m.{c}" for c in MEMORY_COLUMNS)
 ENTITY_SELECT = "e.entity_type, e.entity_id, e.state, e.attributes, e.version, e.updated_at, e.as_of, e.session_id"
 

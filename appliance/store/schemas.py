@@ -11,9 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import duckdb
-
-from .database import Database
+from .database import Connection, Database
 from .database import now as _now
 
 __all__ = ["SchemasRepo", "StoredSchema"]
@@ -28,7 +26,7 @@ class SchemasRepo:
 
     def _exists(self) -> bool:
         # a file of an older version opened read-only has not had the table added
-        return bool(self.db.fetch("SELECT 1 FROM duckdb_tables() WHERE table_name = 'memory_schemas'"))
+        return "memory_schemas" in self.db.table_names()
 
     def current(self) -> list[StoredSchema]:
         """The schemas the memory is read with, the default first."""
@@ -57,7 +55,7 @@ class SchemasRepo:
             for sid, domain, body, at, pos in rows
         ]
 
-    def hold(self, schemas: Sequence[StoredSchema], con: duckdb.DuckDBPyConnection | None = None) -> None:
+    def hold(self, schemas: Sequence[StoredSchema], con: Connection | None = None) -> None:
         """Make ``schemas`` the loaded ones, in order; earlier versions stay as history.
         ``con``: join a transaction already open (a migration switches schema atomically)."""
         if con is None:
@@ -67,7 +65,7 @@ class SchemasRepo:
             self._hold(con, schemas)
 
     @staticmethod
-    def _hold(con: duckdb.DuckDBPyConnection, schemas: Sequence[StoredSchema]) -> None:
+    def _hold(con: Connection, schemas: Sequence[StoredSchema]) -> None:
         con.execute("UPDATE memory_schemas SET position = NULL WHERE position IS NOT NULL")
         at = _now()
         for i, (sid, domain, body) in enumerate(schemas):

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ...config import Settings
+from ...config import Settings, database_target
 from ...errors import ApplianceError
 from .progress import bars, spinner
 
@@ -55,7 +55,8 @@ def _app(ctx: click.Context) -> Any:
         try:
             o["app"] = Appliance(schema=o["schema"], db=o["db"], model=o["model"], create=o.get("create", True))
         except StoreLockedError:
-            holder = server_of(Path(o["db"]) if o["db"] else Settings.from_env().db_path)
+            target = database_target(o["db"]) if o["db"] else Settings.from_env().db_path
+            holder = server_of(target) if isinstance(target, Path) else None
             if holder is None:
                 raise
             raise StoreLockedError(
@@ -82,7 +83,10 @@ def _warm(ctx: click.Context) -> Any:
     o = ctx.obj
     if "warm" not in o:
         settings = Settings.from_env()
-        o["warm"] = find_server(Path(o["db"]) if o["db"] else settings.db_path, settings.token)
+        target = database_target(o["db"]) if o["db"] else settings.db_path
+        # a file has one writer: a server holding it serves the command; a PostgreSQL memory
+        # is opened by every process itself
+        o["warm"] = find_server(target, settings.token) if isinstance(target, Path) else None
         if o["warm"] is not None and o["schema"]:
             _same_schemas(o["warm"], o["schema"], settings)
     return o["warm"]
@@ -124,8 +128,12 @@ def _out(data: Any, as_json: bool, text: str) -> None:
     "repeat to load several (each utterance is routed to one). A memory keeps its schemas: later commands "
     "need no --schema, and naming others is an error (change them with `schema migrate`).",
 )
-@click.option("--db", type=click.Path(dir_okay=False), default=None, help="DuckDB file (default: $APPLIANCE_DB).")
-@click.option("--create", is_flag=True, help="Create the --db file if it does not exist (otherwise an error).")
+@click.option(
+    "--db",
+    default=None,
+    help="DuckDB file, or a postgresql:// URL shared by many processes (default: $APPLIANCE_DB).",
+)
+@click.option("--create", is_flag=True, help="Create the --db memory if it does not exist (otherwise an error).")
 @click.option("--model", default=None, help="smollm2, gemma3-270m, or a .gguf path (default: $APPLIANCE_MODEL).")
 @click.version_option(package_name="memory-appliance", prog_name="appliance")
 @click.pass_context

@@ -1,0 +1,113 @@
+"""Sentence vectors on PostgreSQL: pgvector's ``vector(dim)`` with an HNSW index (cosine).
+
+Every query filters by session; an HNSW scan that stops after ``ef_search`` candidates would
+return too few of one session's vectors when sessions are many, so the scan is iterative
+(``hnsw.iterative_scan = relaxed_order``): it goes on until ``k`` rows pass the filter, and
+the rows are ordered again by their exact distance.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import date
+
+import numpy as np
+
+from ..database import Connection, Database, session_clause
+from ..vectors import ENCODER_TABLES
+from .migrations import SCHEMA_LOCK
+
+__all__ = ["PgVectors", "vector_text"]
+
+
+def vector_text(vec: Sequence[float] | np.ndarray) -> str:
+    """pgvector's text form of a vector."""
+    return json.dumps([float(x) for x in vec])
+
+
+class PgVectors:
+    def __init__(self, db: Database, encoder: str = "use3") -> None:
+        self.db = db
+        self.encoder = encoder
+        self.table, self.dim = ENCODER_TABLES[encoder]
+        if not db.read_only and self.table not in db.table_names():
+            with db.transaction() as con:
+                con.execute("SELECT pg_advisory_xact_lock(?)", [SCHEMA_LOCK])
+                con.execute(
+                    f"CREATE TABLE IF NOT EXISTS {self.table} (memory_id VARCHAR PRIMARY KEY, "
+                    f"session_id VARCHAR NOT NULL, vec vector({self.dim}) NOT NULL)"
+                )
+                con.execute(f"CREATE INDEX IF NOT EXISTS {self.table}_session ON {self.table} (session_id)")
+                con.execute(
+                    f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table} USING hnsw (vec vector_cosine_ops)"
+                )
+
+    def tables(self) -> list[str]:
+        """Every vector table present (deletions clear all of them)."""
+        return sorted({t for t, _ in ENCODER_TABLES.values()} & self.db.table_names())
+
+    def put(self, con: Connection, rows: Sequence[tuple[str, str, Sequence[float]]]) -> None:
+        """Store (memory_id, session_id, vector) rows inside the caller's transaction."""
+        latest = list({m: (m, s, v) for m, s, v in rows}.values())  # one statement: the last write of an id wins
+        if not latest:
+            return
+        wrong = next((np.shape(v) for _, _, v in latest if np.shape(v) != (self.dim,)), None)
+        if wrong is not None:
+            raise ValueError(f"{self.encoder} vectors have {self.dim} dimensions, got one of shape {wrong}")
+        self.db.bulk(
+            con,
+            f"INSERT INTO {self.table} (memory_id, session_id, vec) SELECT * FROM {{frame}} "
+            "ON CONFLICT (memory_id) DO UPDATE SET session_id = excluded.session_id, vec = excluded.vec",
+            (("memory_id", "VARCHAR"), ("session_id", "VARCHAR"), ("vec", f"vector({self.dim})")),
+            [(m, s, vector_text(v)) for m, s, v in latest],
+        )
+
+    def delete(self, con: Connection, memory_ids: Sequence[str]) -> None:
+        for table in self.tables():
+            con.execute(f"DELETE FROM {table} WHERE memory_id IN (SELECT unnest(?::VARCHAR[]))", [list(memory_ids)])
+
+    def missing(self, limit: int = 1000) -> list[tuple[str, str, str]]:
+        """(memory_id, session_id, source_text) of records without a vector of this encoder."""
+        return [
+            (r[0], r[1], r[2])
+            for r in self.db.fetch(
+                "SELECT m.memory_id, m.session_id, m.source_text FROM memories m "
+                f"WHERE NOT EXISTS (SELECT 1 FROM {self.table} v WHERE v.memory_id = m.memory_id) LIMIT ?",
+                [limit],
+            )
+        ]
+
+    def count(self) -> int:
+        row = self.db.fetch_one(f"SELECT count(*) FROM {self.table}")
+        return int(row[0]) if row else 0
+
+    def needs_training(self) -> bool:
+        return False  # HNSW grows with the table: nothing to retrain
+
+    def train(self, seed: int = 0) -> int:
+        return 0
+
+    def search(
+        self,
+        session: str | None,
+        vec: Sequence[float],
+        k: int = 5,
+        min_score: float = 0.0,
+        days: tuple[date, date] | None = None,
+    ) -> list[tuple[str, float]]:
+        """The ``k`` (memory_id, cosine) pairs closest to ``vec`` (about a day in ``days``)."""
+        where, params = session_clause("v.session_id", session, "WHERE")
+        where = where or " WHERE TRUE "
+        if days is not None:
+            where += " AND v.memory_id IN (SELECT memory_id FROM memory_days WHERE first_day <= ? AND last_day >= ?) "
+            params = [*params, days[1], days[0]]
+        query = vector_text(np.asarray(vec, dtype=np.float32))
+        with self.db.reading() as con:
+            con.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            rows = con.execute(
+                f"SELECT memory_id, 1 - distance AS score FROM (SELECT v.memory_id, v.vec <=> ?::vector AS distance "
+                f"FROM {self.table} v{where} ORDER BY distance LIMIT ?) hits ORDER BY distance",
+                [query, *params, k],
+            ).fetchall()
+        return [(m, float(sc)) for m, sc in rows if sc is not None and sc >= min_score]

@@ -418,9 +418,10 @@ class Appliance:
         """Resolve and store in one transaction (memory, entities, merges, correction, vector).
 
         One lock around read-resolve-write, so two records cannot both mint or merge the same
-        entity."""
+        entity: this process's, and the session's in the store (other processes sharing a
+        PostgreSQL memory)."""
         vector = self._vector(rec.source_text)
-        with self._lock:
+        with self._lock, self.store.session_transaction(rec.session_id):
             if request_id is not None:  # a concurrent retry of the same request finished first
                 done = self.store.records.by_request(rec.session_id, request_id)
                 if done is not None:
@@ -431,12 +432,13 @@ class Appliance:
             plan.terms = tuple(with_turn_before(memory_terms(plan.record), before))
             plan.days = tuple(days_of(schema, plan.record))
             stored = self.store.write(plan, request_id)
+        with self._lock:
             if self.indexer is not None:
                 self.indexer.add(stored.memory_id, stored.session_id, stored.source_text)
             self._writes += 1
             if self._writes % MAINTAIN_EVERY == 0:
-                self.store.maintain()
-            return stored
+                self.store.maintain()  # rewrites and checkpoints: outside the record's transaction
+        return stored
 
     def _vector(self, text: str) -> Any:
         """The text's sentence vector when extraction's encoder is recall's too (it has just

@@ -118,7 +118,7 @@ def _store_backend(request, monkeypatch):  # type: ignore[no-untyped-def]
     session's PostgreSQL server (``tests/postgres_server.py``); ``duckdb_only`` tests keep files."""
     if request.config.getoption("--backend") == "postgres" and request.node.get_closest_marker("duckdb_only") is None:
         import appliance.store as store_package
-        from appliance.store.database import open_database
+        from appliance.store.backends import open_database
         from tests.postgres_server import url_for_path
 
         def on_server(target, read_only=False, create=True):  # type: ignore[no-untyped-def]

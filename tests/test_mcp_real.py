@@ -70,6 +70,7 @@ def _serve_mcp_http(tmp_path: Path) -> tuple[subprocess.Popen[str], str]:
     return proc, f"http://127.0.0.1:{port}/mcp"
 
 
+@pytest.mark.duckdb_only  # its subprocess opens the DuckDB file by path
 def test_mcp_over_stdio_with_the_real_client(tmp_path: Path) -> None:
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client

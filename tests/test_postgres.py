@@ -150,7 +150,7 @@ def test_an_unreachable_server_and_a_foreign_database_are_clear_errors(pg_url: s
     with pytest.raises(StoreError, match="cannot connect") as err:
         MemoryStore("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
     assert "check that the server runs" in (err.value.hint or "")
-    with pytest.raises(StoreError, match="no appliance memory"):
+    with pytest.raises(StoreError, match="holds an appliance memory"):
         MemoryStore(pg_url, create=False)
     with MemoryStore(pg_url) as pg:  # created now: opening it again without create works
         _write(pg, "s", "kept", "1")

@@ -92,6 +92,7 @@ def test_several_schemas_are_held_in_order_and_added_ones_kept(tmp_path: Path, s
     ]
 
 
+@pytest.mark.duckdb_only  # a file of an older version
 def test_a_file_written_before_memories_held_schemas_adopts_the_one_it_is_opened_with(
     tmp_path: Path, settings: Any
 ) -> None:

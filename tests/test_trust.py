@@ -244,8 +244,8 @@ def test_backup_while_serving_and_restore_are_faithful(app: Appliance, settings,
             "memory_links",
         )
         for table in tables:
-            a = app.store.db.fetch(f"SELECT * FROM {table} ORDER BY ALL")  # noqa: S608 - fixed names
-            b = fresh.store.db.fetch(f"SELECT * FROM {table} ORDER BY ALL")  # noqa: S608
+            a = sorted(map(repr, app.store.select(f"SELECT * FROM {table}")))  # noqa: S608 - fixed names
+            b = sorted(map(repr, fresh.store.select(f"SELECT * FROM {table}")))  # noqa: S608
             assert a == b, table
         with pytest.raises(StoreError, match="empty"):
             fresh.restore(path)  # never mixed into a database that holds memories

@@ -55,6 +55,7 @@ def _post(url: str, path: str, body: dict[str, object]) -> dict[str, object]:
         return dict(json.loads(resp.read()))
 
 
+@pytest.mark.duckdb_only  # the file alone after SIGTERM
 def test_sigterm_leaves_every_acknowledged_record_in_the_file_alone(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     db, home = tmp_path / "m.duckdb", tmp_path / "home"
     acked: set[str] = set()
@@ -85,12 +86,14 @@ def test_sigterm_leaves_every_acknowledged_record_in_the_file_alone(tmp_path: Pa
             assert acked <= store.records.ids()
 
 
+@pytest.mark.duckdb_only  # the crash check kills writers of a DuckDB file
 def test_crash_check_on_the_real_record_path(tmp_path: Path) -> None:
     report = run_crash_check(tmp_path, kills=2, seed=3, real=True)
     assert report.kills == 2 and report.acknowledged > 0
     assert report.lost == 0 and report.corrupt == 0, report.problems
 
 
+@pytest.mark.duckdb_only  # the demo's scratch file
 def test_the_demo_never_touches_the_users_memory(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     home = tmp_path / "home"
     monkeypatch.setenv("APPLIANCE_HOME", str(home))

@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from appliance.store import MemoryStore
 from appliance.store.duckdb.database import WAL_COPIES_KEPT
 
@@ -23,6 +25,9 @@ WRITER = textwrap.dedent(
     os._exit(0)  # killed: no checkpoint, the memories are in the log only
     """
 )
+
+
+pytestmark = pytest.mark.duckdb_only  # the write-ahead log, lock and disk of a DuckDB file
 
 
 def _crash_with_log(db: Path) -> Path:

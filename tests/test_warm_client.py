@@ -61,6 +61,7 @@ def test_a_marker_naming_a_process_that_does_not_hold_the_database_is_ignored(tm
         other.kill()
 
 
+@pytest.mark.duckdb_only  # the server marker beside a file
 def test_a_marker_others_could_write_or_naming_a_remote_url_is_ignored(tmp_path: Path, listener: str) -> None:
     db = tmp_path / "m.duckdb"
     with MemoryStore(db):  # this process holds the database, as a server would

@@ -18,7 +18,8 @@ transaction**: a crash leaves either all of it or none.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,16 @@ class MemoryStore:
         if plan.terms is not None:
             self.lexical.index(con, record.memory_id, session, plan.terms)
         self.days.put(con, record.memory_id, session, plan.days)
+
+    @contextmanager
+    def session_transaction(self, session: str) -> Iterator[None]:
+        """One transaction holding ``session``'s write lock: the reads that decide a record (the
+        resolver's: suffix ids, same values, latest of a type; a retried request's id) and its
+        write see no other writer of the session in between, in any process (PostgreSQL's
+        advisory lock; a DuckDB file has one writing process, serialised by its lock)."""
+        with self.db.transaction() as con:
+            self.db.lock_sessions(con, [session])
+            yield
 
     def add_record(self, record: MemoryRecord) -> MemoryRecord:
         """Store a record as it is (no resolution rules): ``write`` of a plan with nothing else."""

@@ -213,6 +213,7 @@ class EntitiesRepo:
         """Apply a person's change only if the entity is still at ``expected_version``
         (a person's edit is the newest word: it is as of now)."""
         with self.db.transaction() as con:
+            self.db.lock_sessions(con, [session])
             current = self.read(con, session, etype, eid)
             if current is None:
                 raise StoreError(f"no entity {etype} {eid!r} in session {session!r}", hint="check the id")

@@ -135,6 +135,7 @@ class DuckDatabase:
         except duckdb.Error as exc:
             raise CorruptStoreError(f"cannot open database {self.path}: {str(exc)[:300]}") from None
         self.lock = threading.RLock()
+        self._open = False  # a transaction is open (by the thread holding the lock)
         self.read_only = read_only
         self.closed = False
         try:
@@ -174,7 +175,9 @@ class DuckDatabase:
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
-        """BEGIN … COMMIT under the lock; ROLLBACK when the body raises."""
+        """BEGIN … COMMIT under the lock; ROLLBACK when the body raises. Inside another
+        transaction of this thread it is part of that one (DuckDB has no savepoints): the
+        outer one commits or rolls back the whole."""
         if self.read_only:
             raise StoreError(
                 "the store is open read-only" + (f" ({self.read_only_reason})" if self.read_only_reason else ""),
@@ -183,15 +186,22 @@ class DuckDatabase:
                 else "",
             )
         with self.lock:
+            if self._open:
+                yield self.con
+                return
             self.con.execute("BEGIN TRANSACTION")
+            self._open = True
             try:
                 yield self.con
             except duckdb.TransactionException as exc:
+                self._open = False
                 self.con.execute("ROLLBACK")
                 raise _write_failure(exc) from None
             except BaseException:
+                self._open = False
                 self.con.execute("ROLLBACK")
                 raise
+            self._open = False
             try:
                 self.con.execute("COMMIT")
             except duckdb.TransactionException as exc:

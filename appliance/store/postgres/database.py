@@ -138,7 +138,7 @@ class PostgresDatabase:
             exists = self._raw.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()[0]
             if not exists and not create:
                 raise StoreError(
-                    f"no appliance memory in {self.path}",
+                    f"no database at {self.path} holds an appliance memory",
                     hint="check the URL, or pass --create (create=True) to start a new memory there",
                 )
             self._raw.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")

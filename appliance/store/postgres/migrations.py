@@ -88,7 +88,9 @@ MIGRATIONS: dict[int, list[str]] = {
             entity_id VARCHAR, state VARCHAR, attributes JSON, raw_output VARCHAR, note VARCHAR,
             spans JSON, recorded_at TIMESTAMPTZ, request_id VARCHAR)""",
         "CREATE INDEX IF NOT EXISTS memories_session ON memories (session_id, ts)",
-        "CREATE INDEX IF NOT EXISTS memories_request ON memories (request_id)",
+        # a retried request stores once, whichever process or host it reaches
+        "CREATE UNIQUE INDEX IF NOT EXISTS memories_request ON memories (session_id, request_id) "
+        "WHERE request_id IS NOT NULL",
         """CREATE TABLE IF NOT EXISTS entities (
             session_id VARCHAR NOT NULL, entity_type VARCHAR NOT NULL, entity_id VARCHAR NOT NULL,
             state VARCHAR, attributes JSON NOT NULL, version INTEGER NOT NULL,

@@ -2,6 +2,7 @@
 without prefix reuse, mask cost, records/s, recall latency at several store sizes, peak RSS.
 
 Run: .venv/bin/python bench/perf.py [--models smollm2,gemma3-270m] [--store-sizes 10000,100000,1000000]
+     [--channel-sizes 100000 --channel-engines duckdb,postgres]
 Numbers come from this machine at run time; nothing here is asserted.
 """
 
@@ -17,6 +18,7 @@ import time
 import uuid
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from appliance.api import Appliance
 from appliance.config import PROJECT_ROOT, Settings
@@ -232,10 +234,13 @@ def bench_store(tmp: Path, n: int) -> dict[str, float]:
     return out
 
 
-def bench_recall_channels(tmp: Path, n: int, sessions: int = 10) -> dict[str, float]:
-    """The recall channels at scale: BM25 (lexical), vectors (semantic, IVF above 20k), the time
-    index and entity matching, on ``n`` synthetic memories spread over ``sessions`` sessions
-    (texts drawn from a Zipf vocabulary, vectors from 200 clusters so neighbours exist)."""
+def bench_recall_channels(tmp: Path, n: int, sessions: int = 10, server: str | None = None) -> dict[str, Any]:
+    """The recall channels at scale: BM25 (lexical), vectors (semantic: IVF above 20k on DuckDB,
+    HNSW on PostgreSQL), the time index and entity matching, on ``n`` synthetic memories spread
+    over ``sessions`` sessions (texts drawn from a Zipf vocabulary, vectors from 200 clusters so
+    neighbours exist, a memory's cluster drawn independently of its session). The semantic
+    channel's recall@10 is measured against exact search over the session's vectors. ``server``:
+    a PostgreSQL URL to run on instead of a DuckDB file."""
     import numpy as np
 
     from appliance.lang.segment import index_terms
@@ -245,7 +250,10 @@ def bench_recall_channels(tmp: Path, n: int, sessions: int = 10) -> dict[str, fl
     zipf = 1 / np.arange(1, len(vocab) + 1)
     zipf /= zipf.sum()
     centers = rng.normal(size=(200, 512)).astype(np.float32)
-    store = MemoryStore(tmp / f"channels-{n}.duckdb", encoder="use3")
+    store = MemoryStore(server or tmp / f"channels-{n}.duckdb", encoder="use3")
+    all_vecs = np.zeros((n, 512), dtype=np.float32)
+    session_of = np.arange(n) % sessions
+    cluster_of = rng.integers(0, 200, size=n)
     schema_id = load_schema(PROJECT_ROOT / "schemas" / "customer_service.json").schema_id
     t = time.perf_counter()
     for start in range(0, n, 50_000):
@@ -258,8 +266,9 @@ def bench_recall_channels(tmp: Path, n: int, sessions: int = 10) -> dict[str, fl
             rec = _synthetic(schema_id, i, n).model_copy(update={"source_text": text, "session_id": f"s{i % sessions}"})
             recs.append(rec)
             docs.append((rec.memory_id, rec.session_id, index_terms(text)))
-            c = centers[i % 200] + 0.6 * rng.normal(size=512).astype(np.float32)
-            vecs.append((rec.memory_id, rec.session_id, (c / np.linalg.norm(c)).tolist()))
+            c = centers[cluster_of[i]] + 0.6 * rng.normal(size=512).astype(np.float32)
+            all_vecs[i] = c / np.linalg.norm(c)
+            vecs.append((rec.memory_id, rec.session_id, all_vecs[i].tolist()))
         store.write_many(recs)
         store.add_terms(docs)
         store.add_vectors(vecs)
@@ -268,6 +277,8 @@ def bench_recall_channels(tmp: Path, n: int, sessions: int = 10) -> dict[str, fl
     store.maintain()
     train = time.perf_counter() - t
     lex, sem, days, ents = [], [], [], []
+    recalls: list[float] = []
+    ids = [f"m{i:08d}" for i in range(n)]  # _synthetic's ids
     for q in range(40):
         session = f"s{q % sessions}"
         terms = [vocab[w] for w in rng.choice(len(vocab), size=4, p=zipf)]
@@ -275,9 +286,13 @@ def bench_recall_channels(tmp: Path, n: int, sessions: int = 10) -> dict[str, fl
         store.lexical.search(session, terms, 30)
         lex.append(time.perf_counter() - t0)
         c = centers[q % 200] + 0.6 * rng.normal(size=512).astype(np.float32)
+        c /= np.linalg.norm(c)
         t0 = time.perf_counter()
-        store.vectors.search(session, (c / np.linalg.norm(c)).tolist(), 30, 0.0)
+        found = store.vectors.search(session, c.tolist(), 30, 0.0)
         sem.append(time.perf_counter() - t0)
+        mine = np.flatnonzero(session_of == q % sessions)
+        exact = {ids[i] for i in mine[np.argsort(-(all_vecs[mine] @ c))[:10]]}
+        recalls.append(len(exact & {m for m, _ in found[:10]}) / 10)
         t0 = time.perf_counter()
         store.days.within(session, date(2026, 11, 1), date(2026, 11, 30), 30)
         days.append(time.perf_counter() - t0)
@@ -285,7 +300,13 @@ def bench_recall_channels(tmp: Path, n: int, sessions: int = 10) -> dict[str, fl
         store.entities.matching(session, [str(100000 + q * 37)])
         ents.append(time.perf_counter() - t0)
     store.close()
-    out: dict[str, float] = {"n": n, "build_s": build, "ivf_train_s": train}
+    out: dict[str, Any] = {
+        "n": n,
+        "engine": store.backend,
+        "build_s": build,
+        "ivf_train_s": train,
+        "semantic_recall_at_10": float(np.mean(recalls)),
+    }
     for name, lat in (("lexical", lex), ("semantic", sem), ("time", days), ("entity_match", ents)):
         out[f"{name}_p50_ms"] = pct(lat, 50) * 1000
         out[f"{name}_p95_ms"] = pct(lat, 95) * 1000
@@ -294,11 +315,35 @@ def bench_recall_channels(tmp: Path, n: int, sessions: int = 10) -> dict[str, fl
     return out
 
 
+def _server_database(engine: str, name: str) -> str | None:
+    """None for a DuckDB file, else a new database ``name`` on the named (or a started) server."""
+    if engine == "duckdb":
+        return None
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    if engine == "postgres":
+        sys.path.insert(0, str(PROJECT_ROOT))
+        from tests.postgres_server import server_url  # the dev extra's embedded server
+
+        engine = server_url()
+    with psycopg.connect(engine, autocommit=True) as con:
+        con.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        con.execute(f'CREATE DATABASE "{name}"')
+    return urlunsplit(urlsplit(engine)._replace(path="/" + name))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--models", default="smollm2,gemma3-270m")
     ap.add_argument("--store-sizes", default="10000")
     ap.add_argument("--channel-sizes", default="", help="recall channels at these sizes (e.g. 10000,100000,1000000)")
+    ap.add_argument(
+        "--channel-engines",
+        default="duckdb",
+        help="duckdb, postgres (a server the bench starts) or a postgresql:// URL; comma-separated",
+    )
     args = ap.parse_args()
     report: dict[str, object] = {"when": datetime.now(UTC).isoformat(timespec="seconds")}
     with tempfile.TemporaryDirectory() as d:
@@ -318,8 +363,10 @@ def main() -> None:
             print(name, json.dumps(report[name], indent=1), flush=True, file=sys.stderr)
         report["channels"] = []
         for n in filter(None, args.channel_sizes.split(",")):
-            report["channels"].append(bench_recall_channels(tmp, int(n)))  # type: ignore[attr-defined]
-            print(json.dumps(report["channels"][-1]), file=sys.stderr, flush=True)  # type: ignore[index]
+            for engine_name in args.channel_engines.split(","):
+                server = _server_database(engine_name, f"channels_{n}")
+                report["channels"].append(bench_recall_channels(tmp, int(n), server=server))  # type: ignore[attr-defined]
+                print(json.dumps(report["channels"][-1]), file=sys.stderr, flush=True)  # type: ignore[index]
         report["store"] = []
         for n in filter(None, args.store_sizes.split(",")):
             report["store"].append(bench_store(tmp, int(n)))  # type: ignore[attr-defined]

@@ -112,22 +112,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-@pytest.fixture(autouse=True)
-def _store_backend(request, monkeypatch):  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="session", autouse=True)
+def _store_backend(request):  # type: ignore[no-untyped-def]
     """Under ``--backend postgres``, a store opened at a ``.duckdb`` path is a database of the
-    session's PostgreSQL server (``tests/postgres_server.py``); ``duckdb_only`` tests keep files."""
-    if request.config.getoption("--backend") == "postgres" and request.node.get_closest_marker("duckdb_only") is None:
-        import appliance.store as store_package
-        from appliance.store.backends import open_database
-        from tests.postgres_server import url_for_path
+    session's PostgreSQL server (``tests/postgres_server.py``), for every fixture scope;
+    ``duckdb_only`` tests keep files (``_duckdb_only_keeps_files``)."""
+    if request.config.getoption("--backend") != "postgres":
+        yield
+        return
+    import appliance.store as store_package
+    from tests import postgres_server
 
-        def on_server(target, read_only=False, create=True):  # type: ignore[no-untyped-def]
-            if str(target).endswith(".duckdb"):
-                target = url_for_path(target)
-            return open_database(target, read_only=read_only, create=create)
+    opened = store_package.open_database
 
-        monkeypatch.setattr(store_package, "open_database", on_server)
+    def on_server(target, read_only=False, create=True):  # type: ignore[no-untyped-def]
+        if str(target).endswith(".duckdb") and not postgres_server.KEEP_FILES:
+            target = postgres_server.url_for_path(target)
+        return opened(target, read_only=read_only, create=create)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(store_package, "open_database", on_server)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _duckdb_only_keeps_files(request):  # type: ignore[no-untyped-def]
+    from tests import postgres_server
+
+    postgres_server.KEEP_FILES = request.node.get_closest_marker("duckdb_only") is not None
     yield
+    postgres_server.KEEP_FILES = False
 
 
 @pytest.fixture

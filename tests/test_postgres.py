@@ -146,6 +146,42 @@ def test_writers_in_two_processes_share_one_memory(pg_url: str) -> None:
         assert check_integrity(pg) == []
 
 
+def test_one_process_reads_and_writes_other_sessions_while_a_session_is_held(pg_url: str) -> None:
+    """The pool: a thread holding one session's record transaction blocks neither reads nor
+    another session's writes of the same process (only that session's writers wait)."""
+    import threading
+
+    with MemoryStore(pg_url) as pg:
+        _write(pg, "s", "first", "1")
+        entered, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with pg.session_transaction("s"):
+                _write(pg, "s", "second, not committed yet", "1")
+                entered.set()
+                release.wait(20)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert entered.wait(10)
+        try:
+            done = threading.Event()
+
+            def elsewhere() -> None:
+                assert pg.counts()["memories"] == 1  # the held transaction's write is not seen
+                _write(pg, "t", "another session", "2")
+                done.set()
+
+            other = threading.Thread(target=elsewhere)
+            other.start()
+            assert done.wait(10), "a read or another session's write waited for the held session"
+            other.join()
+        finally:
+            release.set()
+            holder.join()
+        assert pg.counts()["memories"] == 3
+
+
 def test_an_unreachable_server_and_a_foreign_database_are_clear_errors(pg_url: str) -> None:
     with pytest.raises(StoreError, match="cannot connect") as err:
         MemoryStore("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
@@ -163,3 +199,31 @@ def test_the_password_never_shows_in_the_store_path() -> None:
 
     assert _without_password("postgresql://ann:s3cret@db.example:5433/mem") == "postgresql://ann@db.example:5433/mem"
     assert _without_password("postgresql://db.example/mem") == "postgresql://db.example/mem"
+
+
+@pytest.mark.real_model
+def test_the_cli_records_with_the_shipped_model_and_recalls_on_a_server_memory(pg_url: str, tmp_path: Path) -> None:
+    """The CLI edge against a PostgreSQL URL, each command its own process (no server marker,
+    no file lock): what one process recorded another recalls."""
+    import json
+    import os
+
+    env = {**os.environ, "APPLIANCE_HOME": str(tmp_path), "APPLIANCE_SEMANTIC": "off", "OMP_WAIT_POLICY": "PASSIVE"}
+
+    def cli(*args: str, create: bool = False) -> dict[str, object]:
+        done = subprocess.run(
+            [sys.executable, "-m", "appliance", "--db", pg_url, *(["--create"] if create else []), *args, "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        return dict(json.loads(done.stdout))
+
+    stored = cli("record", "My order 88812 arrived broken, I want to complain!", "--session", "s", create=True)
+    assert stored["source_text"].startswith("My order 88812") and stored["status"] != "unparsed"  # type: ignore[union-attr]
+    answer = cli("recall", "What happened to order 88812?", "--session", "s")
+    assert stored["memory_id"] in json.dumps(answer)
+    status = cli("db", "status")
+    assert status["counts"]["memories"] == 1  # type: ignore[index]

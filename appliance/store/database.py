@@ -11,7 +11,6 @@ differs: bulk loads (``bulk``), the vector index, clustering rewrites, snapshots
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
@@ -64,7 +63,6 @@ class Database(Protocol):
     read_only_reason: str
     wal_copy: Path | None
     checkpoint_failed: str
-    lock: threading.RLock
     Error: type[Exception]  # the engine's base error (statements that may fail on old files)
 
     def transaction(self) -> AbstractContextManager[Connection]: ...

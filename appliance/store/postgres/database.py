@@ -6,10 +6,10 @@ Why it is shaped this way:
   ``%s`` outside quoted text, once per statement text.
 * JSON columns are read back as their text, as DuckDB returns them (psycopg would parse them),
   and every session runs in UTC.
-* One connection per process, serialised by an ``RLock`` like the DuckDB backend: the
-  repositories' reads and writes keep the same shape. Other processes and hosts open their own;
-  PostgreSQL orders them (row locks, ``SERIALIZABLE`` failures and deadlocks become
-  ``WriteConflict``, which the store retries).
+* A pool of connections per process (psycopg-pool); a thread's transaction holds one and every
+  read the thread makes meanwhile runs on it, so a record reads its own writes. Other processes
+  and hosts have their own pools; PostgreSQL orders them (session advisory locks, row locks;
+  serialization failures and deadlocks become ``WriteConflict``, which the store retries).
 * Migrations run under an advisory lock, so N processes opening a new database at once do not
   race to create it.
 """
@@ -29,12 +29,18 @@ from ...errors import CorruptStoreError, DiskFullError, StoreError
 from ..database import Connection, WriteConflict, first_row, put_meta, sql_path
 from .migrations import DB_VERSION, MIGRATIONS, SCHEMA_LOCK
 
-__all__ = ["PostgresDatabase", "DB_VERSION"]
+__all__ = ["PostgresDatabase", "DB_VERSION", "POOL_SIZE"]
+
+# connections per process: a server's request threads read in parallel, its writers of one
+# session queue on the session's lock in the database, not on a Python lock
+POOL_SIZE = 8
+POOL_WAIT = 30.0  # seconds a request waits for a free connection before it is told so
 
 
 def _psycopg() -> Any:
     try:
         import psycopg
+        import psycopg_pool  # noqa: F401 - needed by the database, imported where it is used
     except ImportError:
         raise StoreError(
             "a postgresql:// memory needs psycopg", hint="install the extra: pip install 'memory-appliance[postgres]'"
@@ -91,58 +97,91 @@ class _PgConnection:
 
 
 class PostgresDatabase:
-    """One PostgreSQL database with this process's connection, lock, migrations, transactions."""
+    """One PostgreSQL database: this process's connection pool, migrations, transactions."""
 
     backend = "postgres"
 
     def __init__(self, url: str, read_only: bool = False, create: bool = True) -> None:
         psycopg = _psycopg()
+        from psycopg_pool import ConnectionPool
+
         self.Error: type[Exception] = psycopg.Error
         self.path = _without_password(url)
         self.read_only = read_only
         self.read_only_reason = ""
         self.wal_copy: Path | None = None  # the server keeps its own log
         self.checkpoint_failed = ""
-        self.lock = threading.RLock()
         self.closed = False
-        try:
-            raw = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        self._bound = threading.local()  # the connection a thread's transaction or reads hold
+        try:  # one plain connection first: a wrong URL or a stopped server is said as such
+            psycopg.connect(url, connect_timeout=10).close()
         except psycopg.Error as exc:
             raise StoreError(
                 f"cannot connect to {self.path}: {str(exc).strip().splitlines()[0][:200]}",
                 hint="check that the server runs and the URL's host, port, user, password and database",
             ) from None
-        self._raw = raw
-        self.con = _PgConnection(raw)
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=POOL_SIZE,
+            kwargs={"autocommit": True, "connect_timeout": 10},
+            configure=self._configure,
+            check=ConnectionPool.check_connection,  # a server restart costs no request
+            open=False,
+            name="appliance",
+        )
+        self._pool.open(wait=True, timeout=30)
         try:
-            self._configure(psycopg)
             if not read_only:
                 self._migrate(create)
             self._check()
         except Exception:
-            raw.close()
+            self._pool.close()
             raise
 
-    def _configure(self, psycopg: Any) -> None:
+    def _configure(self, raw: Any) -> None:
         from psycopg.types.string import TextLoader
 
         for name in ("json", "jsonb"):  # the text, as DuckDB returns it; the repositories parse it
-            self._raw.adapters.register_loader(name, TextLoader)
-        self._raw.execute("SET TIME ZONE 'UTC'")
+            raw.adapters.register_loader(name, TextLoader)
+        raw.execute("SET TIME ZONE 'UTC'")
         if self.read_only:
-            self._raw.execute("SET default_transaction_read_only = on")
+            raw.execute("SET default_transaction_read_only = on")
+
+    @contextmanager
+    def _connection(self) -> Iterator[_PgConnection]:
+        """The thread's connection: the one its open transaction holds, else one from the pool
+        for the duration (so a read inside a transaction sees the transaction's writes)."""
+        held = getattr(self._bound, "con", None)
+        if held is not None:
+            yield held
+            return
+        from psycopg_pool import PoolTimeout
+
+        try:
+            with self._pool.connection(timeout=POOL_WAIT) as raw:
+                self._bound.con = con = _PgConnection(raw)
+                try:
+                    yield con
+                finally:
+                    self._bound.con = None
+        except PoolTimeout:
+            raise StoreError(
+                f"no connection to {self.path} free within {POOL_WAIT:.0f} s",
+                hint="the server is overloaded or unreachable",
+            ) from None
 
     def _migrate(self, create: bool) -> None:
-        with self.lock, self._raw.transaction():
-            self._raw.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
-            exists = self._raw.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()[0]
+        with self._connection() as con, con.raw.transaction():
+            con.execute("SELECT pg_advisory_xact_lock(?)", [SCHEMA_LOCK])
+            exists = con.execute("SELECT to_regclass('meta') IS NOT NULL").fetchall()[0][0]
             if not exists and not create:
                 raise StoreError(
                     f"no database at {self.path} holds an appliance memory",
                     hint="check the URL, or pass --create (create=True) to start a new memory there",
                 )
-            self._raw.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
-            row = self._raw.execute("SELECT value FROM meta WHERE key = 'db_version'").fetchone()
+            con.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
+            row = first_row(con.execute("SELECT value FROM meta WHERE key = 'db_version'"))
             current = int(row[0]) if row else 0
             if current > DB_VERSION:
                 raise StoreError(
@@ -151,27 +190,28 @@ class PostgresDatabase:
                 )
             for version in sorted(v for v in MIGRATIONS if v > current):
                 for stmt in MIGRATIONS[version]:
-                    self._raw.execute(stmt)
-                put_meta(self.con, "db_version", str(version))
+                    con.raw.execute(stmt)  # DDL with $$ bodies: not a statement of ``?`` parameters
+                put_meta(con, "db_version", str(version))
 
     def _check(self) -> None:
         try:
-            self._raw.execute("SELECT count(*) FROM memories LIMIT 1").fetchall()
+            self.fetch("SELECT count(*) FROM memories LIMIT 1")
         except self.Error as exc:
             raise CorruptStoreError(f"{self.path} holds no appliance memory: {str(exc)[:200]}") from None
 
     @contextmanager
     def transaction(self) -> Iterator[Connection]:
-        """BEGIN … COMMIT under the lock; ROLLBACK when the body raises. A lost race with another
-        writer (serialization failure, deadlock) is a ``WriteConflict``; a full disk says so."""
+        """BEGIN … COMMIT on the thread's connection; ROLLBACK when the body raises; inside an
+        open transaction, a savepoint. A lost race with another writer (serialization failure,
+        deadlock) is a ``WriteConflict``; a full disk says so."""
         if self.read_only:
             raise StoreError("the store is open read-only")
         from psycopg import errors
 
-        with self.lock:
+        with self._connection() as con:
             try:
-                with self._raw.transaction():
-                    yield self.con
+                with con.raw.transaction():
+                    yield con
             except (errors.SerializationFailure, errors.DeadlockDetected, errors.LockNotAvailable) as exc:
                 raise WriteConflict(f"write conflict: {str(exc).strip().splitlines()[0][:200]}") from None
             except errors.DiskFull:
@@ -186,17 +226,17 @@ class PostgresDatabase:
 
     @contextmanager
     def reading(self) -> Iterator[Connection]:
-        """The connection for several reads in a row, under the lock: one snapshot of them."""
-        with self.lock, self._raw.transaction():
-            yield self.con
+        """One connection for several reads in a row, in one transaction: one snapshot of them."""
+        with self._connection() as con, con.raw.transaction():
+            yield con
 
     def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self.lock:
-            return [tuple(r) for r in self.con.execute(sql, params).fetchall()]
+        with self._connection() as con:
+            return [tuple(r) for r in con.execute(sql, params).fetchall()]
 
     def fetch_one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        with self.lock:
-            return first_row(self.con.execute(sql, params))
+        with self._connection() as con:
+            return first_row(con.execute(sql, params))
 
     def bulk(
         self, con: Connection, sql: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]
@@ -225,7 +265,8 @@ class PostgresDatabase:
     def pages(self, con: Connection, sql: str, size: int) -> Iterator[list[tuple[Any, ...]]]:
         """The rows of ``sql``, ``size`` at a time, through a server-side cursor (inside the
         caller's transaction: the server never sends a whole table at once)."""
-        with self._raw.cursor(name="appliance_pages") as cur:
+        assert isinstance(con, _PgConnection)
+        with con.raw.cursor(name="appliance_pages") as cur:
             cur.execute(_translate(sql))
             while rows := cur.fetchmany(size):
                 yield rows
@@ -263,8 +304,6 @@ class PostgresDatabase:
         restore_from_file(self, source)
 
     def close(self) -> None:
-        with self.lock:
-            if self.closed:
-                return
-            self._raw.close()
+        if not self.closed:
+            self._pool.close()
             self.closed = True

@@ -66,7 +66,13 @@ def test_a_misspelt_name_is_matched_and_a_code_is_not(pg_url: str) -> None:
         assert found == {("Jonathan", "Jonathon")}
 
 
-def test_server_vector_search_is_exact_for_stored_vectors_across_many_sessions(pg_url: str) -> None:
+@pytest.mark.parametrize("exact_max", [5000, 20], ids=["compared-with-each", "hnsw-index"])
+def test_server_vector_search_is_exact_for_stored_vectors_across_many_sessions(
+    pg_url: str, exact_max: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from appliance.store.postgres import vectors as pg_vectors
+
+    monkeypatch.setattr(pg_vectors, "EXACT_MAX", exact_max)
     rng = np.random.default_rng(3)
     vecs = rng.normal(size=(600, 384)).astype(np.float32)
     with MemoryStore(pg_url, encoder="hashing") as pg:

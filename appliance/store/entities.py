@@ -385,11 +385,12 @@ class EntitiesRepo:
         """The stored entities among ``keys`` (session, type, id), read in one statement."""
         if not keys:
             return {}
-        values = ", ".join("(?, ?, ?)" for _ in keys)
+        # three arrays, not a VALUES row per key: an import's 50k keys would be 150k parameters
         rows = con.execute(
-            f"SELECT {ENTITY_SELECT} FROM (VALUES {values}) k(s, t, i) JOIN entities e "
+            f"SELECT {ENTITY_SELECT} FROM (SELECT unnest(?::VARCHAR[]) AS s, unnest(?::VARCHAR[]) AS t, "
+            "unnest(?::VARCHAR[]) AS i) k JOIN entities e "
             "ON e.session_id = k.s AND e.entity_type = k.t AND e.entity_id = k.i",
-            [p for k in keys for p in k],
+            [[k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]],
         ).fetchall()
         out = {}
         for r in rows:

@@ -158,11 +158,14 @@ class LexicalRepo:
             params_t = [*params_t, days[1], days[0]]
         where_d, params_d = session_clause("session_id", session, "WHERE")
         sql = (
+            # the statistics are computed once (MATERIALIZED): inlined, PostgreSQL re-ran the
+            # session's count and average for every posting (100k memories: 4 s a query)
             "WITH q AS (SELECT unnest(?::VARCHAR[]) AS term), "
-            f"stats AS (SELECT count(*) AS n, avg(length) AS avgdl FROM lexical_docs{where_d}), "
+            "stats AS MATERIALIZED (SELECT CAST(count(*) AS FLOAT8) AS n, CAST(avg(length) AS FLOAT8) AS avgdl "
+            f"FROM lexical_docs{where_d}), "
             "hits AS (SELECT t.memory_id, t.term, t.tf, t.length FROM lexical_terms t JOIN q ON t.term = q.term "
             f"WHERE TRUE{where_t}), "
-            "df AS (SELECT term, count(*) AS df FROM hits GROUP BY term) "
+            "df AS MATERIALIZED (SELECT term, CAST(count(*) AS FLOAT8) AS df FROM hits GROUP BY term) "
             "SELECT h.memory_id, sum(ln(1 + (s.n - df.df + 0.5) / (df.df + 0.5)) * h.tf * (? + 1) / "
             "(h.tf + ? * (1 - ? + ? * h.length / s.avgdl))) AS score "
             "FROM hits h JOIN df USING (term), stats s "

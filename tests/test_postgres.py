@@ -233,3 +233,12 @@ def test_the_cli_records_with_the_shipped_model_and_recalls_on_a_server_memory(p
     assert stored["memory_id"] in json.dumps(answer)
     status = cli("db", "status")
     assert status["counts"]["memories"] == 1  # type: ignore[index]
+
+
+def test_maintenance_refreshes_the_planners_statistics(pg_url: str) -> None:
+    with MemoryStore(pg_url) as pg:
+        pg.write_many([make_record(memory_id=f"m{i}", session_id=f"s{i % 3}") for i in range(200)])
+        pg.maintain()
+        analysed = pg.select("SELECT relname FROM pg_stat_user_tables WHERE last_analyze IS NOT NULL")
+        assert {"memories", "lexical_terms", "entities"} <= {r[0] for r in analysed}
+        assert pg.select("SELECT reltuples FROM pg_class WHERE relname = 'memories'")[0][0] == 200

@@ -203,6 +203,7 @@ class MemoryStore:
             self.lexical.cluster()
         if self.entities.needs_clustering():
             self.entities.cluster()
+        self.db.maintain()
 
     def add_vectors(self, rows: Sequence[tuple[str, str, Sequence[float]]], only_stored: bool = False) -> None:
         """Store vectors for records already stored (backfill after import or an encoder switch,

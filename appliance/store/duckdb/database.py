@@ -269,6 +269,9 @@ class DuckDatabase:
             except duckdb.Error as exc:
                 raise StoreError(f"cannot write {path}: {str(exc).splitlines()[0][:200]}") from None
 
+    def maintain(self) -> None:
+        """Nothing engine-wide: the repositories rewrite their own tables as they grow."""
+
     def checkpoint(self) -> None:
         """Fold the WAL into the database file (a copy of the file alone then holds everything)."""
         if self.read_only or self.closed:

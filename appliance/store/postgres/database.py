@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ...errors import CorruptStoreError, DiskFullError, StoreError
 from ..database import Connection, WriteConflict, first_row, put_meta, sql_path
+from ..vectors import ENCODER_TABLES
 from .migrations import DB_VERSION, MIGRATIONS, SCHEMA_LOCK
 
 __all__ = ["PostgresDatabase", "DB_VERSION", "POOL_SIZE"]
@@ -35,6 +36,11 @@ __all__ = ["PostgresDatabase", "DB_VERSION", "POOL_SIZE"]
 # session queue on the session's lock in the database, not on a Python lock
 POOL_SIZE = 8
 POOL_WAIT = 30.0  # seconds a request waits for a free connection before it is told so
+# the tables that grow with every record (and every encoder's vectors)
+_MAINTAINED = {"memories", "entities", "entity_history", "memory_entities", "lexical_terms", "lexical_docs"} | {
+    "memory_days",
+    *(table for table, _ in ENCODER_TABLES.values()),
+}
 
 
 def _psycopg() -> Any:
@@ -287,6 +293,17 @@ class PostgresDatabase:
                 out.execute(f"COPY _rows TO '{target}' (FORMAT parquet)")
             except duckdb.Error as exc:
                 raise StoreError(f"cannot write {path}: {str(exc).splitlines()[0][:200]}") from None
+
+    def maintain(self) -> None:
+        """Refresh the planner's statistics and the visibility map of the grown tables (what
+        autovacuum does a minute later): right after a bulk import the planner knew nothing of
+        the new rows, and the postings could not be read from their covering index alone.
+        Tables another process is vacuuming are skipped."""
+        if self.read_only:
+            return
+        tables = sorted(self.table_names() & _MAINTAINED)
+        with self._connection() as con:
+            con.raw.execute(f"VACUUM (ANALYZE, SKIP_LOCKED) {', '.join(tables)}")
 
     def checkpoint(self) -> None:
         """Nothing to fold: the server's log is its own."""

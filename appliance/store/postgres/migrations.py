@@ -134,7 +134,9 @@ MIGRATIONS: dict[int, list[str]] = {
         "row_key JSON NOT NULL, before JSON NOT NULL)",
         "CREATE TABLE IF NOT EXISTS lexical_terms (memory_id VARCHAR NOT NULL, session_id VARCHAR NOT NULL, "
         "term VARCHAR NOT NULL, tf INTEGER NOT NULL, length INTEGER)",
-        "CREATE INDEX IF NOT EXISTS lexical_terms_term ON lexical_terms (session_id, term)",
+        # covering: a query's postings are read from the index alone (no heap page per posting)
+        "CREATE INDEX IF NOT EXISTS lexical_terms_term ON lexical_terms (session_id, term) "
+        "INCLUDE (memory_id, tf, length)",
         "CREATE INDEX IF NOT EXISTS lexical_terms_memory ON lexical_terms (memory_id)",
         "CREATE TABLE IF NOT EXISTS lexical_docs (memory_id VARCHAR PRIMARY KEY, session_id VARCHAR NOT NULL, "
         "length INTEGER NOT NULL)",

@@ -93,6 +93,27 @@ def test_mcp_over_stdio_with_the_real_client(tmp_path: Path) -> None:
         assert len(store.records.ids()) == 2
 
 
+def test_mcp_over_stdio_on_a_postgresql_memory(tmp_path: Path, pg_url: str) -> None:
+    """The MCP edge on a server memory: an agent's stdio server opens the URL; another process
+    reads what it stored."""
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "appliance", "--db", pg_url, "--create", "mcp"], env=_env(tmp_path / "home")
+    )
+
+    async def main() -> None:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await _exercise(session)
+
+    anyio.run(main)
+    from appliance.store import MemoryStore
+
+    with MemoryStore(pg_url) as store:
+        assert len(store.records.ids()) == 2
+
+
 def test_mcp_over_streamable_http_behind_the_guard(tmp_path: Path) -> None:
     import httpx
     from mcp.client.session import ClientSession

@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Protocol
 
-from .database import Connection
+from .database import Connection, Database
 
-__all__ = ["VectorsRepo", "ENCODER_TABLES"]
+__all__ = ["VectorsRepo", "VectorTable", "ENCODER_TABLES"]
 
 # encoder name → (table, dimension); memory_vectors is the v3 table of all-MiniLM-L6-v2.
 ENCODER_TABLES: dict[str, tuple[str, int]] = {
@@ -53,3 +53,36 @@ class VectorsRepo(Protocol):
         min_score: float = 0.0,
         days: tuple[date, date] | None = None,
     ) -> list[tuple[str, float]]: ...
+
+
+class VectorTable:
+    """What both engines' vector tables do alike: which tables exist, deleting a memory's
+    vectors, the memories still without one, the count."""
+
+    def __init__(self, db: Database, encoder: str) -> None:
+        self.db = db
+        self.encoder = encoder
+        self.table, self.dim = ENCODER_TABLES[encoder]
+
+    def tables(self) -> list[str]:
+        """Every vector table present (deletions clear all of them)."""
+        return sorted({t for t, _ in ENCODER_TABLES.values()} & self.db.table_names())
+
+    def delete(self, con: Connection, memory_ids: Sequence[str]) -> None:
+        for table in self.tables():
+            con.execute(f"DELETE FROM {table} WHERE memory_id IN (SELECT unnest(?::VARCHAR[]))", [list(memory_ids)])
+
+    def missing(self, limit: int = 1000) -> list[tuple[str, str, str]]:
+        """(memory_id, session_id, source_text) of records without a vector of this encoder."""
+        return [
+            (r[0], r[1], r[2])
+            for r in self.db.fetch(
+                "SELECT m.memory_id, m.session_id, m.source_text FROM memories m "
+                f"WHERE NOT EXISTS (SELECT 1 FROM {self.table} v WHERE v.memory_id = m.memory_id) LIMIT ?",
+                [limit],
+            )
+        ]
+
+    def count(self) -> int:
+        row = self.db.fetch_one(f"SELECT count(*) FROM {self.table}")
+        return int(row[0]) if row else 0

@@ -21,7 +21,7 @@ import duckdb
 import numpy as np
 
 from ..database import Connection, Database, session_clause
-from ..vectors import ENCODER_TABLES
+from ..vectors import VectorTable
 
 __all__ = ["DuckVectors", "BRUTE_FORCE_MAX", "PROBES"]
 
@@ -31,11 +31,9 @@ SAMPLE = 16_000  # vectors k-means is trained on
 RETRAIN_GROWTH = 4.0
 
 
-class DuckVectors:
+class DuckVectors(VectorTable):
     def __init__(self, db: Database, encoder: str = "use3") -> None:
-        self.db = db
-        self.encoder = encoder
-        self.table, self.dim = ENCODER_TABLES[encoder]
+        super().__init__(db, encoder)
         self.centroid_table = f"{self.table}_centroids"
         self._centroids: np.ndarray | None = None
         self._trained_on = 0
@@ -67,10 +65,6 @@ class DuckVectors:
             self._trained_on = int(rows[0][2])
         else:
             self._centroids, self._trained_on = None, 0
-
-    def tables(self) -> list[str]:
-        """Every vector table present in the file (deletions clear all of them)."""
-        return sorted({t for t, _ in ENCODER_TABLES.values()} & self.db.table_names())
 
     def _lists(self, vecs: np.ndarray) -> list[int | None]:
         if self._centroids is None:
@@ -109,25 +103,6 @@ class DuckVectors:
             )
         finally:
             con.unregister("_bulk_v")
-
-    def delete(self, con: Connection, memory_ids: Sequence[str]) -> None:
-        for table in self.tables():
-            con.execute(f"DELETE FROM {table} WHERE memory_id IN (SELECT unnest(?::VARCHAR[]))", [list(memory_ids)])
-
-    def missing(self, limit: int = 1000) -> list[tuple[str, str, str]]:
-        """(memory_id, session_id, source_text) of records without a vector of this encoder."""
-        return [
-            (r[0], r[1], r[2])
-            for r in self.db.fetch(
-                "SELECT m.memory_id, m.session_id, m.source_text FROM memories m "
-                f"WHERE NOT EXISTS (SELECT 1 FROM {self.table} v WHERE v.memory_id = m.memory_id) LIMIT ?",
-                [limit],
-            )
-        ]
-
-    def count(self) -> int:
-        row = self.db.fetch_one(f"SELECT count(*) FROM {self.table}")
-        return int(row[0]) if row else 0
 
     # --- the inverted-file index --------------------------------------------------------------
     def needs_training(self) -> bool:

@@ -19,7 +19,7 @@ from datetime import date
 import numpy as np
 
 from ..database import Connection, Database, session_clause
-from ..vectors import ENCODER_TABLES
+from ..vectors import VectorTable
 from .migrations import SCHEMA_LOCK
 
 __all__ = ["PgVectors", "vector_text", "EXACT_MAX"]
@@ -32,11 +32,9 @@ def vector_text(vec: Sequence[float] | np.ndarray) -> str:
     return json.dumps([float(x) for x in vec])
 
 
-class PgVectors:
+class PgVectors(VectorTable):
     def __init__(self, db: Database, encoder: str = "use3") -> None:
-        self.db = db
-        self.encoder = encoder
-        self.table, self.dim = ENCODER_TABLES[encoder]
+        super().__init__(db, encoder)
         if not db.read_only and self.table not in db.table_names():
             with db.transaction() as con:
                 con.execute("SELECT pg_advisory_xact_lock(?)", [SCHEMA_LOCK])
@@ -48,10 +46,6 @@ class PgVectors:
                 con.execute(
                     f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table} USING hnsw (vec vector_cosine_ops)"
                 )
-
-    def tables(self) -> list[str]:
-        """Every vector table present (deletions clear all of them)."""
-        return sorted({t for t, _ in ENCODER_TABLES.values()} & self.db.table_names())
 
     def put(self, con: Connection, rows: Sequence[tuple[str, str, Sequence[float]]]) -> None:
         """Store (memory_id, session_id, vector) rows inside the caller's transaction."""
@@ -68,25 +62,6 @@ class PgVectors:
             (("memory_id", "VARCHAR"), ("session_id", "VARCHAR"), ("vec", f"vector({self.dim})")),
             [(m, s, vector_text(v)) for m, s, v in latest],
         )
-
-    def delete(self, con: Connection, memory_ids: Sequence[str]) -> None:
-        for table in self.tables():
-            con.execute(f"DELETE FROM {table} WHERE memory_id IN (SELECT unnest(?::VARCHAR[]))", [list(memory_ids)])
-
-    def missing(self, limit: int = 1000) -> list[tuple[str, str, str]]:
-        """(memory_id, session_id, source_text) of records without a vector of this encoder."""
-        return [
-            (r[0], r[1], r[2])
-            for r in self.db.fetch(
-                "SELECT m.memory_id, m.session_id, m.source_text FROM memories m "
-                f"WHERE NOT EXISTS (SELECT 1 FROM {self.table} v WHERE v.memory_id = m.memory_id) LIMIT ?",
-                [limit],
-            )
-        ]
-
-    def count(self) -> int:
-        row = self.db.fetch_one(f"SELECT count(*) FROM {self.table}")
-        return int(row[0]) if row else 0
 
     def needs_training(self) -> bool:
         return False  # HNSW grows with the table: nothing to retrain

@@ -16,7 +16,7 @@ HTTP) print ``message`` and ``hint`` and never a traceback.
     │   ├── ModelNotFoundError
     │   └── ModelLoadError
     ├── GrammarError              a schema could not be compiled to a grammar
-    └── StoreError                the DuckDB store cannot be opened or written
+    └── StoreError                the store (a DuckDB file or a PostgreSQL database) cannot be opened or written
         ├── StoreLockedError      another process holds the write lock
         └── CorruptStoreError     the file is not a usable appliance database
 """

@@ -27,7 +27,7 @@ from ..domain.records import MemoryRecord, RecallHit, RecallQuery, RecordWrite, 
 from ..domain.schema import MemorySchema
 from ..errors import StoreError
 from .backends import open_database, vectors_repo
-from .database import Connection, Database, WriteConflict, first_row, is_server_url, now, session_clause
+from .database import Connection, Database, WriteConflict, first_row, now, session_clause
 from .days import DaysRepo
 from .entities import EntitiesRepo, Values, merge_values
 from .lexical import LexicalRepo
@@ -43,7 +43,6 @@ __all__ = [
     "MemoryStore",
     "Database",
     "open_database",
-    "is_server_url",
     "merge_values",
     "Values",
     "RecordFacts",

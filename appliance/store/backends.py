@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .database import Database, is_server_url
+from ..config import is_server_url
+from .database import Database
 from .duckdb.database import DuckDatabase
 from .duckdb.vectors import DuckVectors
 from .postgres.database import PostgresDatabase

@@ -11,13 +11,12 @@ differs: bulk loads (``bulk``), the vector index, clustering rewrites, snapshots
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..config import is_server_url
 from ..errors import StoreError
 
 __all__ = [
@@ -25,12 +24,12 @@ __all__ = [
     "Database",
     "Result",
     "WriteConflict",
-    "is_server_url",
     "now",
     "session_clause",
     "grown_since_rewrite",
     "first_row",
     "put_meta",
+    "versions_to_apply",
     "sql_path",
 ]
 
@@ -55,7 +54,7 @@ class Connection(Protocol):
 
 
 class Database(Protocol):
-    """One store's database: its lock, transactions, reads and the parts that differ by engine."""
+    """One store's database: its transactions, reads and the parts that differ by engine."""
 
     backend: str  # "duckdb" or "postgres"
     path: str  # the file, or the server URL without its password
@@ -110,6 +109,17 @@ def grown_since_rewrite(db: Database, rows: int, minimum: int, growth: float, me
         return False
     row = db.fetch("SELECT value FROM meta WHERE key = ?", [meta_key])
     return not row or rows >= growth * int(row[0][0])
+
+
+def versions_to_apply(current: int, migrations: Mapping[int, Sequence[str]]) -> list[int]:
+    """The migrations a database at version ``current`` still needs, in order; a database
+    written by a newer appliance is refused (and left as it is)."""
+    newest = max(migrations)
+    if current > newest:
+        raise StoreError(
+            f"database version {current} is newer than this appliance ({newest})", hint="upgrade the appliance"
+        )
+    return sorted(v for v in migrations if v > current)
 
 
 def put_meta(con: Connection, key: str, value: str) -> None:

@@ -45,6 +45,11 @@ def _friendly(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _db_target(o: dict[str, Any], settings: Settings) -> Path | str:
+    """The memory the command opens: ``--db`` (a file or a URL), else ``$APPLIANCE_DB``."""
+    return database_target(o["db"]) if o["db"] else settings.db_path
+
+
 def _app(ctx: click.Context) -> Any:
     from ...api import Appliance
     from ...errors import StoreLockedError
@@ -55,7 +60,7 @@ def _app(ctx: click.Context) -> Any:
         try:
             o["app"] = Appliance(schema=o["schema"], db=o["db"], model=o["model"], create=o.get("create", True))
         except StoreLockedError:
-            target = database_target(o["db"]) if o["db"] else Settings.from_env().db_path
+            target = _db_target(o, Settings.from_env())
             holder = server_of(target) if isinstance(target, Path) else None
             if holder is None:
                 raise
@@ -83,7 +88,7 @@ def _warm(ctx: click.Context) -> Any:
     o = ctx.obj
     if "warm" not in o:
         settings = Settings.from_env()
-        target = database_target(o["db"]) if o["db"] else settings.db_path
+        target = _db_target(o, settings)
         # a file has one writer: a server holding it serves the command; a PostgreSQL memory
         # is opened by every process itself
         o["warm"] = find_server(target, settings.token) if isinstance(target, Path) else None

@@ -29,10 +29,10 @@ from typing import Any
 import duckdb
 
 from ...errors import CorruptStoreError, DiskFullError, StoreError, StoreLockedError
-from ..database import Connection, WriteConflict, first_row, put_meta, sql_path
-from .migrations import DB_VERSION, MIGRATIONS
+from ..database import Connection, WriteConflict, first_row, put_meta, sql_path, versions_to_apply
+from .migrations import MIGRATIONS
 
-__all__ = ["DuckDatabase", "keep_wal_copy", "out_of_space", "WAL_COPIES_KEPT", "DB_VERSION"]
+__all__ = ["DuckDatabase", "keep_wal_copy", "out_of_space", "WAL_COPIES_KEPT"]
 
 
 WAL_COPIES_KEPT = 3
@@ -150,13 +150,7 @@ class DuckDatabase:
         with self.lock:
             self.con.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
             row = first_row(self.con.execute("SELECT value FROM meta WHERE key = 'db_version'"))
-            current = int(row[0]) if row else 0
-            if current > DB_VERSION:
-                raise StoreError(
-                    f"database version {current} is newer than this appliance ({DB_VERSION})",
-                    hint="upgrade the appliance",
-                )
-            for version in range(current + 1, DB_VERSION + 1):
+            for version in versions_to_apply(int(row[0]) if row else 0, MIGRATIONS):
                 self.con.execute("BEGIN TRANSACTION")
                 try:
                     for stmt in MIGRATIONS[version]:

@@ -26,11 +26,11 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from ...errors import CorruptStoreError, DiskFullError, StoreError
-from ..database import Connection, WriteConflict, first_row, put_meta, sql_path
+from ..database import Connection, WriteConflict, first_row, put_meta, sql_path, versions_to_apply
 from ..vectors import ENCODER_TABLES
-from .migrations import DB_VERSION, MIGRATIONS, SCHEMA_LOCK
+from .migrations import MIGRATIONS, SCHEMA_LOCK
 
-__all__ = ["PostgresDatabase", "DB_VERSION", "POOL_SIZE"]
+__all__ = ["PostgresDatabase", "POOL_SIZE"]
 
 # connections per process: a server's request threads read in parallel, its writers of one
 # session queue on the session's lock in the database, not on a Python lock
@@ -188,13 +188,7 @@ class PostgresDatabase:
                 )
             con.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
             row = first_row(con.execute("SELECT value FROM meta WHERE key = 'db_version'"))
-            current = int(row[0]) if row else 0
-            if current > DB_VERSION:
-                raise StoreError(
-                    f"database version {current} is newer than this appliance ({DB_VERSION})",
-                    hint="upgrade the appliance",
-                )
-            for version in sorted(v for v in MIGRATIONS if v > current):
+            for version in versions_to_apply(int(row[0]) if row else 0, MIGRATIONS):
                 for stmt in MIGRATIONS[version]:
                     con.raw.execute(stmt)  # DDL with $$ bodies: not a statement of ``?`` parameters
                 put_meta(con, "db_version", str(version))

@@ -34,7 +34,6 @@ import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -120,18 +119,11 @@ def _wait_ready(base: str, proc: subprocess.Popen[bytes], timeout: float = 300) 
     raise RuntimeError(f"server {base} not ready in {timeout} s")
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def run(db: str, n: int, records: int, model: str, seed: int) -> dict[str, Any]:
     from appliance.store import MemoryStore, check_integrity
+    from tests.conftest import free_port
 
-    ports = [_free_port(), _free_port()]
+    ports = [free_port(), free_port()]
     env = {**os.environ, "APPLIANCE_SEMANTIC": "off", "OMP_WAIT_POLICY": "PASSIVE"}
     procs = [
         subprocess.Popen(
@@ -193,15 +185,6 @@ def run(db: str, n: int, records: int, model: str, seed: int) -> dict[str, Any]:
     }
 
 
-def _database(base: str, name: str) -> str:
-    import psycopg
-
-    with psycopg.connect(base, autocommit=True) as con:
-        con.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        con.execute(f'CREATE DATABASE "{name}"')
-    return urlunsplit(urlsplit(base)._replace(path="/" + name))
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--writers", default="1,4,16")
@@ -215,13 +198,11 @@ def main() -> None:
     if args.serve is not None:
         serve(args.db, args.serve, args.model)
         return
-    if args.db is None:
-        from tests.postgres_server import server_url
+    from tests.postgres_server import database_url
 
-        args.db = server_url()
     results = []
     for n in (int(x) for x in args.writers.split(",")):
-        db = _database(args.db, f"multiwriter_{n}_{args.model}")
+        db = database_url(f"multiwriter_{n}_{args.model}", base=args.db, empty=True)
         res = run(db, n, args.records, args.model, args.seed)
         print(json.dumps(res), flush=True)
         results.append(res)

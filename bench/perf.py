@@ -316,22 +316,14 @@ def bench_recall_channels(tmp: Path, n: int, sessions: int = 10, server: str | N
 
 
 def _server_database(engine: str, name: str) -> str | None:
-    """None for a DuckDB file, else a new database ``name`` on the named (or a started) server."""
+    """None for a DuckDB file, else an empty database ``name`` on the named server, or on the
+    dev extra's embedded one (``postgres``)."""
     if engine == "duckdb":
         return None
-    from urllib.parse import urlsplit, urlunsplit
+    sys.path.insert(0, str(PROJECT_ROOT))
+    from tests.postgres_server import database_url
 
-    import psycopg
-
-    if engine == "postgres":
-        sys.path.insert(0, str(PROJECT_ROOT))
-        from tests.postgres_server import server_url  # the dev extra's embedded server
-
-        engine = server_url()
-    with psycopg.connect(engine, autocommit=True) as con:
-        con.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        con.execute(f'CREATE DATABASE "{name}"')
-    return urlunsplit(urlsplit(engine)._replace(path="/" + name))
+    return database_url(name, base=None if engine == "postgres" else engine, empty=True)
 
 
 def main() -> None:

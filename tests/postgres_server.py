@@ -38,13 +38,16 @@ def server_url() -> str:
     return str(_SERVER.get_uri())
 
 
-def database_url(name: str) -> str:
-    """A database ``name`` on the session's server, created when missing."""
+def database_url(name: str, base: str | None = None, empty: bool = False) -> str:
+    """A database ``name`` on the server at ``base`` (default: the session's), created when
+    missing; ``empty``: dropped and created again (a benchmark's clean start)."""
     import psycopg
 
-    base = server_url()
+    base = base or server_url()
     with psycopg.connect(base, autocommit=True) as con:
-        if not con.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+        if empty:
+            con.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        if empty or not con.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
             con.execute(f'CREATE DATABASE "{name}"')
     return urlunsplit(urlsplit(base)._replace(path="/" + name))
 

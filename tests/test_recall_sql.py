@@ -92,6 +92,19 @@ def test_filters_and_operators(store: MemoryStore) -> None:
     assert _ids(store, q) == ["12345", "4567"]
 
 
+def test_numbers_written_as_text_compare_as_numbers_on_either_engine(store: MemoryStore) -> None:
+    """A value stored as text in any number form ("1e3", ".5", "3.", " 7 ") is compared and
+    sorted as a number; a value that is no number ("12 km") is neither greater nor less."""
+    for i, amount in enumerate(["1e3", ".5", "3.", " 7 ", "12 km"]):
+        store.add_record(_rec(f"n{i}", "C", "Order", f"o{i}", "paid", amount=amount))
+    over = RecallQuery(entity_type="Order", filters=[Filter(field="amount", op="gt", value=5)])
+    assert sorted(_ids(store, over, "C")) == ["o0", "o3"]
+    under = RecallQuery(entity_type="Order", filters=[Filter(field="amount", op="lt", value=5)])
+    assert sorted(_ids(store, under, "C")) == ["o1", "o2"]
+    ascending = RecallQuery(entity_type="Order", sort=Sort(field="amount", descending=False), limit=10)
+    assert _ids(store, ascending, "C") == ["o1", "o2", "o3", "o0", "o4"]
+
+
 def test_sessions_are_isolated_unless_asked(store: MemoryStore) -> None:
     q = RecallQuery(entity_type="Order")
     assert "99999" not in _ids(store, q, "A")

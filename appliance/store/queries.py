@@ -48,10 +48,15 @@ def _field_sql(schema: MemorySchema, entity_type: str | None, name: str, params:
 
 
 def _as_number(expr: str) -> str:
-    """``expr`` as a number when its text is a decimal number, else NULL (in the SQL both
-    engines run: SIMILAR TO, with no ``?`` and no ``.`` wildcard, means the same in each)."""
+    """``expr`` as a number when its text is a number ("3", "-2.5", ".5", "3.", "1e5"), else
+    NULL, as DuckDB's TRY_CAST read it, in the SQL both engines run: SIMILAR TO, with no ``?``
+    and no ``.`` wildcard, means the same in each (only "inf", "nan" and "1_000", which TRY_CAST
+    also took, are no number here)."""
     text = f"trim(CAST({expr} AS VARCHAR))"
-    return f"(CASE WHEN {text} SIMILAR TO '[-+]{{0,1}}[0-9]+([.][0-9]+){{0,1}}' THEN CAST({text} AS FLOAT8) END)"
+    return f"(CASE WHEN {text} SIMILAR TO '{_NUMBER}' THEN CAST({text} AS FLOAT8) END)"
+
+
+_NUMBER = "[-+]{0,1}([0-9]+([.][0-9]*){0,1}|[.][0-9]+)([eE][-+]{0,1}[0-9]+){0,1}"
 
 
 def _numeric(value: Any) -> float | None:

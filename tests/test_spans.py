@@ -484,6 +484,44 @@ def test_a_piece_of_a_longer_name_is_marked() -> None:
     cands = evidence.candidates("Game", text, find_spans(LANG, text, NOW), score=False)["title"]
     beside = {c.surface: c.features.get("beside_number") for c in cands}
     assert beside["km"] == 1.0 and beside["rode"] == 1.0 and beside["Lake Tahoe"] == 0.0 and beside["home"] == 0.0
+    # a piece of a quoted title is a piece of a name too, and the title keeps its quotes
+    zh = language_for(("zh",))
+    text = "《童年的回忆》开始练了"
+    cands = evidence.candidates("Game", text, find_spans(zh, text, NOW), score=False)["title"]
+    marks = {c.surface: (c.features["inside_name"], c.features["quoted"]) for c in cands}
+    assert marks["童年的回忆"] == (0.0, 1.0) and marks["童年"][0] == 1.0
+
+
+def test_a_model_code_is_offered_to_a_free_string_and_bare_digits_are_not() -> None:
+    from appliance.domain.loading import parse_schema
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    cameras = {
+        "schema_version": "1.0",
+        "domain": "cameras",
+        "languages": ["en"],
+        "entities": {
+            "Camera": {
+                "description": "a camera I own",
+                "key": ["name"],
+                "attributes": [
+                    {"name": "name", "kind": "string", "description": "the model as I call it"},
+                    {"name": "serial", "kind": "string", "format": "code", "description": "its serial"},
+                ],
+            }
+        },
+        "event_types": [
+            {"name": "camera_note", "entity": "Camera", "description": "about a camera", "attributes": ["name"]}
+        ],
+    }
+    evidence = SchemaEvidence(parse_schema(cameras), None)
+    text = "Sent the X-T5 in for repair, ticket 4410"
+    spans = find_spans(LANG, text, NOW)
+    assert "X-T5" in {s.text for s in spans if s.kind == "code"}  # whole, not "T5"
+    cands = evidence.candidates("Camera", text, spans, score=False)
+    assert "X-T5" in {c.surface for c in cands["name"]} and "4410" not in {c.surface for c in cands["name"]}
+    assert {"X-T5", "4410"} <= {c.surface for c in cands["serial"]}
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ their aliases. For a message, every (attribute, span) pair the gate admits gets 
 * ``verbal`` — the span reads as a verb phrase (a word with a verb's shape in the language pack,
   "keeping", "Lent Cascadia", a CJK piece right before a word that follows only verbs: "红烧肉做|了",
   or one whose last word the segmenter tags a verb, adverb or particle: "碗碟装", "小步舞曲先");
-  ``inside_name`` — the span is a piece of a longer capitalised one ("Spirit" of "Spirit Island");
+  ``inside_name`` — the span is a piece of a longer capitalised or quoted one ("Spirit" of "Spirit Island", 童年 of 《童年的回忆》);
 * ``other_key`` — the span is the key of an entity of another type the session holds ("Magpie",
   a bike, in a note about its service): another thing the note speaks of;
 * ``beside_number`` — the span touches a number (only spaces between): its unit or its label
@@ -232,6 +232,13 @@ def allowed_kinds(a: Attribute) -> frozenset[str]:
         # a free string may hold a duration or an amount as written ("1小时 - 2小时", "20元")
         return frozenset({"text", "address", "number", "range", "time"})
     return frozenset()  # enum, boolean: scored by their own rules
+
+
+def _model_code(s: Span, a: Attribute) -> bool:
+    """A code with a letter in it may be a free string's value too ("X-T5" names a camera; "4410"
+    stays an amount or an id)."""
+    free = a.kind in ("string", "list") and a.format in ("", None)
+    return free and s.kind == "code" and any(ch.isalpha() for ch in s.text)
 
 
 @dataclass
@@ -456,7 +463,7 @@ class SchemaEvidence:
             words=[(i, i + len(w)) for w in self._schema_cjk_words for i in _occurrences(low, w.lower())],
         )
         cased = self.lang.capitalises_names(text)
-        names = [(s.start, s.end) for s in spans if s.kind == "text" and s.capital]
+        names = [(s.start, s.end) for s in spans if s.kind == "text" and (s.capital or s.quoted)]
         numbers = [(s.start, s.end) for s in spans if s.kind in ("number", "range")]
         beside_number = {
             s
@@ -486,7 +493,7 @@ class SchemaEvidence:
                 label_vec = self._label_vecs.get(info.label)
                 entity_vec = self._entity_vecs.get(self._entity_labels[entity])
                 for s in spans:
-                    if s.kind not in info.kinds:
+                    if s.kind not in info.kinds and not _model_code(s, a):
                         continue
                     if s not in facts:
                         facts[s] = self._span_facts(s, s in modifiers)

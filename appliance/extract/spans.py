@@ -31,7 +31,8 @@ __all__ = ["Span", "find_spans", "MAX_TEXT_WORDS"]
 
 MAX_TEXT_WORDS = 5  # longest text span (in latin words) worth offering
 _CODE = re.compile(
-    r"(?<![A-Za-z0-9,.])(?:[A-Za-z]{1,4}[-_]?\d[\dA-Za-z-]{0,19}|\d{3,}[A-Za-z-]?[\dA-Za-z-]{0,16})(?![A-Za-z0-9]|[,.]\d)"
+    r"(?<![A-Za-z0-9,.])(?:[A-Za-z]{1,4}(?:-[A-Za-z]{1,3})?[-_]?\d[\dA-Za-z-]{0,19}|\d{3,}[A-Za-z-]?[\dA-Za-z-]{0,16})"
+    r"(?![A-Za-z0-9]|[,.]\d)"
 )
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _PHONE = re.compile(r"(?<!\d)\+?\d[\d -]{6,16}\d(?!\d)")
@@ -217,7 +218,8 @@ def _overlaps(start: int, end: int, spans: list[Span]) -> bool:
 def _dedupe(spans: list[Span]) -> list[Span]:
     seen: set[tuple[int, int, str]] = set()
     out = []
-    for s in sorted(spans, key=lambda x: (x.start, -(x.end - x.start))):
+    # a span also found between quotes keeps its mark: the same words, quoted, are a title or a name
+    for s in sorted(spans, key=lambda x: (x.start, -(x.end - x.start), not x.quoted)):
         key = (s.start, s.end, s.kind)
         if key not in seen:
             seen.add(key)

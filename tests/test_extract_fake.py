@@ -192,6 +192,7 @@ def test_yes_no_values_come_from_all_of_the_attributes_own_words_outside_other_v
                         {"name": "arrives_next_day", "kind": "boolean"},
                         {"name": "city", "kind": "string"},
                         {"name": "WiFi", "kind": "boolean"},
+                        {"name": "ride_sharing_yes_or_no", "kind": "boolean"},
                     ],
                     "id_attribute": None,
                 },
@@ -224,10 +225,42 @@ def test_yes_no_values_come_from_all_of_the_attributes_own_words_outside_other_v
     assert told("Flight", "The casino wifi works") == {"WiFi": True}  # "no" inside a word denies nothing
     assert told("Flight", "Going to Seattle next Thursday.") == {}  # "next" belongs to a date
     assert told("Flight", "I want to arrive in Philadelphia.") == {}  # one of its words only
+    # "sharing" finds "shared" by its root ("yes", "or", "no" are function words, no part of it)
+    assert told("Flight", "A shared ride is fine.") == {"ride_sharing_yes_or_no": True}
     assert told("酒店", "我要从故宫坐出租车到酒店") == {}  # 租车 inside 出租车
     assert told("酒店", "找一家提供早餐服务免费的酒店") == {"酒店设施-早餐服务免费": True}
     assert told("酒店", "这家酒店没有租车") == {"酒店设施-租车": False}
     assert told("酒店", "这个酒店有没有会议室？") == {}  # asked, neither stated nor denied
+
+
+def test_only_a_number_named_for_money_is_an_amount_of_money() -> None:
+    from appliance.domain.loading import parse_schema
+    from appliance.extract.evidence import SchemaEvidence
+
+    attributes = [
+        {"name": "amount_of_riders", "kind": "number", "description": "The number of people riding"},
+        {"name": "amount", "kind": "number", "description": "Amount to send"},
+        {"name": "total", "kind": "number", "description": "The amount of money to pay"},
+        {"name": "fare", "kind": "number", "description": "The price of the ticket"},
+        {"name": "recipient", "kind": "string", "description": "Name of individual receiving money"},
+    ]
+    schema = parse_schema(
+        {
+            "schema_version": "1.0",
+            "domain": "rides",
+            "languages": ["en"],
+            "entities": {"Ride": {"attributes": attributes, "id_attribute": None}},
+            "event_types": [{"name": "noted", "entity": "Ride"}],
+        }
+    )
+    infos = SchemaEvidence(schema, None)._entity_infos(schema.entity("Ride"))  # type: ignore[arg-type]
+    assert {n: i.money for n, i in infos.items()} == {
+        "amount_of_riders": False,  # "amount of riders" counts riders
+        "amount": True,
+        "total": True,  # "amount of money"
+        "fare": True,  # "price of the ticket": a determiner, the price itself
+        "recipient": False,  # a name is no amount, whatever its description speaks of
+    }
 
 
 class _TopicEmbedder:

@@ -354,6 +354,18 @@ class SchemaEvidence:
         words |= self._terms(s.description)
         return frozenset(words)
 
+    def _about_money(self, phrase: str, money_words: set[str]) -> bool:
+        """A money word in the attribute's name or description, unless it counts something else
+        ("amount of riders", "amount_of_days": a count; "amount of money", "amount due": money)."""
+        links = "|".join(re.escape(w) for w in self.lang.lex.count_links)
+        for m in re.finditer(r"[\w'-]+", phrase):
+            if m.group(0) not in money_words:
+                continue
+            counted = re.match(rf"\s+(?:{links})\s+([\w'-]+)", phrase[m.end() :]) if links else None
+            if counted is None or counted.group(1) in money_words or counted.group(1) in self._stop:
+                return True
+        return False
+
     def _entity_infos(self, ent: EntityType) -> dict[str, _AttrInfo]:
         lx = self.lang.lex
         origin = {w.lower() for w in lx.origin_cues}
@@ -400,7 +412,12 @@ class SchemaEvidence:
                 name_forms=forms,
                 role=role,
                 kinds=allowed_kinds(a),
-                money=bool(words & money_words) or bool(a.unit and any(u.lower() in money_words for u in a.unit)),
+                # only a number is an amount of money: "Name of individual receiving money" is a name
+                money=a.kind == "number"
+                and (
+                    self._about_money(phrase, money_words)
+                    or bool(a.unit and any(u.lower() in money_words for u in a.unit))
+                ),
                 bool_parts=bool_parts,
                 enum_words=enum_words,
                 absence=absence,
@@ -691,7 +708,7 @@ class SchemaEvidence:
         if " " in phrase and (found := self._yes_no(info, text, low, phrase, occupied)) is not None:
             return found
         whole = "".join(info.bool_parts).lower()  # "WiFi" is its parts written as one word
-        if _part_positions(low, whole) or all(_part_positions(low, p.lower()) for p in info.bool_parts):
+        if self._positions(low, whole) or all(self._positions(low, p.lower()) for p in info.bool_parts):
             for part in info.bool_parts:
                 found = self._yes_no(info, text, low, part.lower(), occupied)
                 if found is not None:
@@ -703,11 +720,29 @@ class SchemaEvidence:
                 return found
         return []
 
+    def _stem(self, part: str) -> str:
+        """What an occurrence of a yes/no word part must start with: a latin part without its
+        last two letters ("arriv" finds "arrive", "arrives"), or a word's root when shorter
+        ("shar" finds "share", "shared", "sharing"); CJK whole."""
+        if not part.isascii():
+            return part
+        cut = part if len(part) <= 4 else part[: max(4, len(part) - 2)]
+        root = self.lang.root(part) if " " not in part else cut
+        return root if len(root) < len(cut) else cut
+
+    def _positions(self, low: str, part: str) -> list[int]:
+        """Where ``part`` stands in ``low``: a latin part by its stem at a word start, CJK anywhere."""
+        if not part:
+            return []
+        if part.isascii():
+            return [m.start() for m in re.finditer(rf"(?<![a-z0-9]){re.escape(self._stem(part))}", low)]
+        return _occurrences(low, part)
+
     def _yes_no(self, info: _AttrInfo, text: str, low: str, word: str, occupied: _Occupied) -> list[Candidate] | None:
         """The yes/no ``word`` says at its first free occurrence ([] when asked; None when it
         stands free nowhere)."""
-        for pos in _part_positions(low, word):
-            end = _part_end(low, pos, word)
+        for pos in self._positions(low, word):
+            end = _part_end(low, pos, self._stem(word))
             if any(a <= pos and end <= b for a, b in occupied.typed):
                 continue
             if any(
@@ -735,9 +770,9 @@ class SchemaEvidence:
             # the attribute's own word denied ("with *no subtitles*", "不要字幕"): the value
             # that means none, with the evidence a denied yes/no word has
             for part in info.bool_parts:
-                for pos in _part_positions(low, part.lower()):
+                for pos in self._positions(low, part.lower()):
                     if self.lang.negated_at(low, pos, self.negation_scope) and not self.lang.asked_at(low, pos):
-                        end = _part_end(low, pos, part)
+                        end = _part_end(low, pos, self._stem(part.lower()))
                         feats = {"bias": 1.0, "boolean": 1.0}
                         return [Candidate(a.name, info.absence, text[pos:end], pos, end, feats)]
         value_vecs = self._encode_map([v.value for v in a.values])
@@ -857,17 +892,6 @@ def _parts(name: str) -> list[str]:
     """A name's distinctive pieces: "has_wifi" → ["has", "wifi"], "酒店设施-早餐服务" → ["酒店设施", "早餐服务"]."""
     readable = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
     return [p for p in re.split(r"[_\-\s]+", readable.lower()) if p]
-
-
-def _part_positions(low: str, part: str) -> list[int]:
-    """Where ``part`` stands in ``low``: a latin word by its stem at a word start ("shar" finds
-    "share", "shared", "sharing"), CJK anywhere."""
-    if not part:
-        return []
-    if part.isascii():
-        stem = part if len(part) <= 4 else part[: max(4, len(part) - 2)]
-        return [m.start() for m in re.finditer(rf"(?<![a-z0-9]){re.escape(stem)}", low)]
-    return _occurrences(low, part)
 
 
 def _occurrences(low: str, word: str) -> list[int]:

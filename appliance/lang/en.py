@@ -340,6 +340,7 @@ LEXICON = Lexicon(
         "return",
         "returning",
     ),
+    count_links=("of",),
     noun_openers=("the", "a", "an", "my", "your", "his", "her", "their", "our", "its", "this", "that"),
     stopwords=tuple(_STOPWORDS),
     request_verbs=tuple(

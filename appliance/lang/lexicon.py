@@ -36,6 +36,9 @@ class Lexicon:
     all_sessions: tuple[str, ...] = ()  # "all sessions", "所有会话"
     recent_words: tuple[str, ...] = ()  # the question asks for recent things ("latest", "最近")
     amount_questions: tuple[str, ...] = ()  # "how much", "多少钱": the answer is an amount
+    # a quantity word followed by one and a bare noun counts that noun ("amount of riders"): an
+    # attribute so named is a count, not money
+    count_links: tuple[str, ...] = ()
     when_words: tuple[str, ...] = ()  # "when did …", "什么时候"
     nearby_words: tuple[str, ...] = ()  # "near", "周边": what follows is near the subject, not it
     other_words: tuple[str, ...] = ()  # "other", "别的": "其他餐馆" near X says X is a restaurant too

@@ -6,7 +6,8 @@ their aliases. For a message, every (attribute, span) pair the gate admits gets 
 (``FEATURES``), scored by a small fitted network (``Scorer``):
 
 * ``sim_ctx`` / ``sim_bare`` — sentence-encoder similarity between the attribute's label and
-  the span with its left context ("leaving from Seattle") / the span alone;
+  the span with its left context ("leaving from Seattle") / the span alone; the label's vector
+  is the mean of its description's and its name's, so one wording does not decide alone;
 * ``cue`` — the attribute's own words (or their kin: "*directed* by" for a director, roots
   from the language pack) stand around the span ("three *bedrooms*", "*人均消费*是
   100-150元"); ``adjacent`` — its name stands right before the span;
@@ -323,8 +324,7 @@ class SchemaEvidence:
             {w for w in self._schema_names if has_cjk(w) and len(w) >= 2}, key=len, reverse=True
         )
         self.attrs: dict[str, dict[str, _AttrInfo]] = {e.name: self._entity_infos(e) for e in schema.entities}
-        labels = sorted({i.label for infos in self.attrs.values() for i in infos.values()})
-        self._label_vecs = self._encode_map(labels)
+        self._label_vecs = self._label_views([i for infos in self.attrs.values() for i in infos.values()])
         self._entity_labels = {e.name: e.description or _readable(e.name) for e in schema.entities}
         self._entity_vecs = self._encode_map(sorted(set(self._entity_labels.values())))
         self._name_suffixes = tuple(sorted(lx.name_suffixes, key=len, reverse=True))
@@ -429,6 +429,18 @@ class SchemaEvidence:
                 other.role == opposite.get(info.role) and other.kinds & info.kinds for other in infos.values()
             )
         return infos
+
+    def _label_views(self, infos: list[_AttrInfo]) -> dict[str, np.ndarray]:
+        """Each attribute's label vector: the mean of its description's and its readable name's
+        (normalised), so that neither one wording decides how well a value fits it."""
+        views = {i.label: sorted({i.label, _readable(i.attr.name)}) for i in infos}
+        vecs = self._encode_map(sorted({t for ts in views.values() for t in ts}))
+        out = {}
+        for label, texts in views.items():
+            if all(t in vecs for t in texts):
+                v = np.mean([vecs[t] for t in texts], axis=0)
+                out[label] = v / (np.linalg.norm(v) or 1.0)
+        return out
 
     def _encode_map(self, texts: list[str]) -> dict[str, np.ndarray]:
         if self.embedder is None or not texts:

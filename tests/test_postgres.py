@@ -4,6 +4,7 @@ DuckDB file, the SQL functions it defines — and its errors."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -121,6 +122,27 @@ def test_a_backup_of_a_server_memory_is_a_duckdb_file_that_restores_into_either_
             assert check_integrity(again) == []
             with pytest.raises(StoreError, match="empty"):
                 again.restore_from(tmp_path / "backup.duckdb")
+
+
+def test_a_parquet_export_of_a_server_memory_streams_in_batches_and_reads_like_a_files(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from appliance.store.postgres import database as pg_database
+
+    monkeypatch.setattr(pg_database, "EXPORT_BATCH", 2)  # five rows arrive in three batches
+    exports = []
+    with MemoryStore(pg_url) as pg, MemoryStore(tmp_path / "same.duckdb") as file:
+        for store in (pg, file):
+            for i in range(5):
+                _write(store, "s", f"order {i} is late", str(i), status="late", 名字="小明" if i == 3 else None)
+        for store, name in ((pg, "pg.parquet"), (file, "file.parquet")):
+            assert store.records.export_parquet(tmp_path / name) == 5
+            exports.append(store.records.read_parquet_rows(tmp_path / name))
+    server, local = exports
+    assert [r["source_text"] for r in server] == [r["source_text"] for r in local]
+    for a, b in zip(server, local):
+        assert a["ts"] == b["ts"] and a["confidence"] == b["confidence"]
+        assert json.loads(a["attributes"]) == json.loads(b["attributes"])
 
 
 def test_writers_in_two_processes_share_one_memory(pg_url: str) -> None:

@@ -88,6 +88,21 @@ class _Result:
         return self.cursor.description
 
 
+EXPORT_BATCH = 5000  # rows a Parquet export holds in memory at once
+# PostgreSQL column types → DuckDB's for an export (everything else, JSON included, is text)
+_DUCK_TYPES = {
+    "int2": "SMALLINT",
+    "int4": "INTEGER",
+    "int8": "BIGINT",
+    "float4": "FLOAT",
+    "float8": "DOUBLE",
+    "bool": "BOOLEAN",
+    "timestamptz": "TIMESTAMPTZ",
+    "timestamp": "TIMESTAMP",
+    "date": "DATE",
+}
+
+
 class _PgConnection:
     """The repositories' ``Connection`` over one psycopg connection."""
 
@@ -272,17 +287,30 @@ class PostgresDatabase:
                 yield rows
 
     def export_parquet(self, sql: str, path: Path) -> None:
-        """The rows of ``sql`` written to Parquet by an in-memory DuckDB (one file, one write)."""
+        """The rows of ``sql`` written to Parquet through a DuckDB file in a temporary folder:
+        they arrive from a server-side cursor ``EXPORT_BATCH`` at a time and are appended to a
+        table typed from the query's columns, so memory holds one batch, not the memory."""
+        import tempfile
+
         import duckdb
         import pandas as pd
+        from psycopg.postgres import types as pg_types
 
         target = sql_path(path)
-        with self.reading() as con:
-            result = con.execute(sql)
-            names = [d.name for d in result.description]
-            rows = result.fetchall()
-        with duckdb.connect() as out:
-            out.register("_rows", pd.DataFrame(rows, columns=names))
+        with tempfile.TemporaryDirectory() as tmp, duckdb.connect(str(Path(tmp) / "export.duckdb")) as out:
+            # a named cursor lives in a transaction: the server sends the rows as they are fetched
+            with self._connection() as con, con.raw.transaction(), con.raw.cursor(name="appliance_export") as cur:
+                cur.execute(_translate(sql))
+                names = [d.name for d in cur.description]
+                types = [
+                    _DUCK_TYPES.get(getattr(pg_types.get(d.type_code), "name", ""), "VARCHAR") for d in cur.description
+                ]
+                columns = ", ".join(f'"{n}" {t}' for n, t in zip(names, types))
+                out.execute(f"CREATE TABLE _rows ({columns})")
+                while rows := cur.fetchmany(EXPORT_BATCH):
+                    out.register("_batch", pd.DataFrame(rows, columns=names))
+                    out.execute("INSERT INTO _rows SELECT * FROM _batch")
+                    out.unregister("_batch")
             try:
                 out.execute(f"COPY _rows TO '{target}' (FORMAT parquet)")
             except duckdb.Error as exc:

@@ -540,3 +540,18 @@ def test_a_negation_reaches_a_fitted_number_of_words_in_its_clause(
 ) -> None:
     low = text.lower()
     assert LANG.negated_at(low, low.find(word), scope) is negated
+
+
+@pytest.mark.parametrize(
+    ("text", "times"),
+    [
+        ("weighed biscuit this morning 13.6kg", []),  # a weight after the day period, no hour
+        ("morning 135 people came", []),  # no hour inside a longer number
+        ("this morning 9 am", ["09:00"]),
+        ("morning 11:30", ["11:30"]),
+    ],
+)
+def test_an_hour_is_a_whole_number(text: str, times: list[str]) -> None:
+    from appliance.lang.times import find_times
+
+    assert [t.value for t in find_times(LANG, text)] == times

@@ -21,6 +21,10 @@ class TimeSpan:
     value: str  # HH:MM
 
 
+# an hour is a whole number: "this morning 13.6kg" states a weight, "morning 135" no hour
+_WHOLE = r"(?!\d|[.,]\d)"
+
+
 @lru_cache(maxsize=16)
 def _patterns(
     codes: tuple[str, ...],
@@ -45,9 +49,9 @@ def _patterns(
         # "quarter past 7", "half past six", "quarter to 8" (+ optional period)
         rf"(?P<q>{quart})\s+(?P<h>{hour})(?:\s*(?:{ocl}))?(?:\s*(?P<p>{per_after}))?",
         # "11:30", "4:30 pm", "morning 11:30", "3:30 in the afternoon", "7 am", "7 o'clock", "three pm"
-        rf"(?:(?P<p0>{per})\s*)?(?P<h>\d{{1,2}}|\b(?:{latin_words})\b)(?::(?P<m>\d{{2}}))?\s*(?:(?P<oc>{ocl})\s*)?(?P<p>{per_after})?"
+        rf"(?:(?P<p0>{per})\s*)?(?P<h>\d{{1,2}}|\b(?:{latin_words})\b){_WHOLE}(?::(?P<m>\d{{2}}))?\s*(?:(?P<oc>{ocl})\s*)?(?P<p>{per_after})?"
         if latin_words
-        else rf"(?:(?P<p0>{per})\s*)?(?P<h>\d{{1,2}})(?::(?P<m>\d{{2}}))?\s*(?:(?P<oc>{ocl})\s*)?(?P<p>{per_after})?",
+        else rf"(?:(?P<p0>{per})\s*)?(?P<h>\d{{1,2}}){_WHOLE}(?::(?P<m>\d{{2}}))?\s*(?:(?P<oc>{ocl})\s*)?(?P<p>{per_after})?",
         # "noon", "midnight"
         rf"(?P<c>{clk})",
     ]

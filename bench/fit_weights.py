@@ -6,7 +6,7 @@ it instead of guessing weights: each (attribute, candidate span) pair of a *fit 
 1 when the span is the attribute's gold value, a one-hidden-layer network (tanh, Adam, L2,
 fixed seed: the same file comes out every run) is trained on them, and the threshold is the
 middle of the best region of the slot-F1 curve after assignment on the fit split
-(``smoothed_best``: the surface is flat and noisy).
+(``neighbourhood_means``: the surface is flat and noisy).
 
 The fit split is whole dialogues of ../shared/sgd-fit's services that sgd-dev does not have and
 of the fit half of ../shared/crosswoz-dev (``splits/crosswoz-dev.json``): every sgd-dev, SGD-X and
@@ -234,25 +234,27 @@ def slot_f1(
     return out
 
 
-def smoothed_best(curve: dict[Any, float], order: list[Any]) -> Any:
-    """The point of a grid whose mean with its neighbours along ``order`` is highest: the F1
-    surfaces here are flat and noisy (a point moves with a few turns), so the middle of the best
-    region, not a lucky point or the edge of the plateau. Ties: the later point in ``order``."""
-
-    def near(i: int) -> float:
-        return float(np.mean([curve[order[j]] for j in range(max(0, i - 1), min(len(order), i + 2))]))
-
-    return order[max(range(len(order)), key=lambda i: (round(near(i), 6), i))]
+def neighbourhood_means(values: dict[tuple[int, ...], float]) -> dict[tuple[int, ...], float]:
+    """Each grid point's mean with its neighbours one step along each axis. The F1 surfaces of
+    these fits are flat and noisy (a point moves with a few turns): the best neighbourhood is the
+    middle of the best region, not a lucky point or the edge of the plateau."""
+    return {
+        index: float(
+            np.mean([values[n] for n in itertools.product(*((j - 1, j, j + 1) for j in index)) if n in values])
+        )
+        for index in values
+    }
 
 
 def best_threshold(rows: list[dict[str, Any]], score: Callable[[np.ndarray], np.ndarray]) -> float:
-    """The threshold of ``smoothed_best`` over the mean slot F1 of the sets. (The highest
-    threshold within one standard error of the top, used before, sat at the plateau's edge: on
-    the validation dialogues 0.007 slot F1 below its middle.)"""
+    """The threshold with the best ``neighbourhood_means`` of the mean slot F1 of the sets (ties:
+    the higher). The highest threshold within one standard error of the top, used before, sat
+    at the plateau's edge: on the validation dialogues 0.007 slot F1 below its middle."""
     order = [float(t) for t in THRESHOLDS]
     curve = {t: float(np.mean([f for _, _, f in slot_f1(rows, score, t).values()])) for t in order}
     print("F1 by threshold:", {t: round(f, 4) for t, f in curve.items()}, file=sys.stderr)
-    return float(smoothed_best(curve, order))
+    smoothed = neighbourhood_means({(i,): curve[t] for i, t in enumerate(order)})
+    return order[max(range(len(order)), key=lambda i: (round(smoothed[(i,)], 6), i))]
 
 
 def key_accuracy(rows: list[dict[str, Any]], threshold: float, key_threshold: float) -> float:
@@ -614,24 +616,10 @@ def taught_f1(
 
 
 def fit_taught(rows: list[dict[str, Any]], threshold: float) -> dict[str, float]:
-    """The best point of the mean slot F1 over the sets, smoothed over each grid point's
-    neighbours (one step along each weight). The surface is flat and noisy: two thirds of the
-    grid lie within one standard error of its top, and a single point's F1 moves with a few
-    turns; the neighbourhood mean picks the middle of the best region, not a lucky point or
-    the plateau's edge (ties: the least pull, so a few examples drag no more than they need)."""
+    """The grid point with the best ``neighbourhood_means`` of the mean slot F1 over the sets
+    (two thirds of the grid lie within one standard error of its top; ties: the least pull, so
+    a few examples drag no more than they need)."""
     axes = list(TAUGHT_GRID.values())
-    f1: dict[tuple[int, ...], float] = {}
-    for index in itertools.product(*(range(len(a)) for a in axes)):
-        w = {k: axes[i][j] for i, (k, j) in enumerate(zip(TAUGHT_GRID, index))}
-        f1[index] = float(np.mean([f for _, _, f in taught_f1(rows, w, threshold).values()]))
-
-    def smoothed(index: tuple[int, ...]) -> float:
-        near = [
-            f1[n]
-            for n in itertools.product(*((j - 1, j, j + 1) for j in index))
-            if all(0 <= j < len(a) for j, a in zip(n, axes))
-        ]
-        return float(np.mean(near))
 
     def weights(index: tuple[int, ...]) -> dict[str, float]:
         return {k: axes[i][j] for i, (k, j) in enumerate(zip(TAUGHT_GRID, index))}
@@ -639,10 +627,15 @@ def fit_taught(rows: list[dict[str, Any]], threshold: float) -> dict[str, float]
     def pull(w: dict[str, float]) -> float:
         return w["context"] * (1 - w["floor"]) + w["value"] + w["cue"]
 
-    best = max(f1, key=lambda i: (round(smoothed(i), 6), -pull(weights(i))))
+    f1 = {
+        index: float(np.mean([f for _, _, f in taught_f1(rows, weights(index), threshold).values()]))
+        for index in itertools.product(*(range(len(a)) for a in axes))
+    }
+    smoothed = neighbourhood_means(f1)
+    best = max(f1, key=lambda i: (round(smoothed[i], 6), -pull(weights(i))))
     print(
         f"corrected examples: best F1 {max(f1.values()):.4f}, chosen {weights(best)} "
-        f"(F1 {f1[best]:.4f}, its neighbourhood {smoothed(best):.4f})",
+        f"(F1 {f1[best]:.4f}, its neighbourhood {smoothed[best]:.4f})",
         file=sys.stderr,
     )
     return weights(best)

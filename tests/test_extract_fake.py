@@ -234,25 +234,16 @@ def test_yes_no_values_come_from_all_of_the_attributes_own_words_outside_other_v
 
 
 def test_only_a_number_named_for_money_is_an_amount_of_money() -> None:
-    from appliance.domain.loading import parse_schema
     from appliance.extract.evidence import SchemaEvidence
 
-    attributes = [
+    attributes: list[dict[str, object]] = [
         {"name": "amount_of_riders", "kind": "number", "description": "The number of people riding"},
         {"name": "amount", "kind": "number", "description": "Amount to send"},
         {"name": "total", "kind": "number", "description": "The amount of money to pay"},
         {"name": "fare", "kind": "number", "description": "The price of the ticket"},
         {"name": "recipient", "kind": "string", "description": "Name of individual receiving money"},
     ]
-    schema = parse_schema(
-        {
-            "schema_version": "1.0",
-            "domain": "rides",
-            "languages": ["en"],
-            "entities": {"Ride": {"attributes": attributes, "id_attribute": None}},
-            "event_types": [{"name": "noted", "entity": "Ride"}],
-        }
-    )
+    schema = _schema_of("rides", ["en"], {"Ride": attributes})
     infos = SchemaEvidence(schema, None)._entity_infos(schema.entity("Ride"))  # type: ignore[arg-type]
     assert {n: i.money for n, i in infos.items()} == {
         "amount_of_riders": False,  # "amount of riders" counts riders
@@ -261,6 +252,29 @@ def test_only_a_number_named_for_money_is_an_amount_of_money() -> None:
         "fare": True,  # "price of the ticket": a determiner, the price itself
         "recipient": False,  # a name is no amount, whatever its description speaks of
     }
+
+
+def test_a_model_code_is_offered_to_a_free_string_and_bare_digits_are_not() -> None:
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    schema = _schema_of(
+        "cameras",
+        ["en"],
+        {
+            "Camera": [
+                {"name": "name", "kind": "string", "description": "the model as I call it"},
+                {"name": "serial", "kind": "string", "format": "code", "description": "its serial"},
+            ]
+        },
+        keys={"Camera": ["name"]},
+    )
+    text = "Sent the X-T5 in for repair, ticket 4410"
+    spans = find_spans(schema.language, text, datetime(2026, 12, 1))
+    assert "X-T5" in {s.text for s in spans if s.kind == "code"}  # whole, not "T5"
+    cands = SchemaEvidence(schema, None).candidates("Camera", text, spans, score=False)
+    assert "X-T5" in {c.surface for c in cands["name"]} and "4410" not in {c.surface for c in cands["name"]}
+    assert {"X-T5", "4410"} <= {c.surface for c in cands["serial"]}
 
 
 class _TopicEmbedder:

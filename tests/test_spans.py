@@ -492,38 +492,6 @@ def test_a_piece_of_a_longer_name_is_marked() -> None:
     assert marks["童年的回忆"] == (0.0, 1.0) and marks["童年"][0] == 1.0
 
 
-def test_a_model_code_is_offered_to_a_free_string_and_bare_digits_are_not() -> None:
-    from appliance.domain.loading import parse_schema
-    from appliance.extract.evidence import SchemaEvidence
-    from appliance.extract.spans import find_spans
-
-    cameras = {
-        "schema_version": "1.0",
-        "domain": "cameras",
-        "languages": ["en"],
-        "entities": {
-            "Camera": {
-                "description": "a camera I own",
-                "key": ["name"],
-                "attributes": [
-                    {"name": "name", "kind": "string", "description": "the model as I call it"},
-                    {"name": "serial", "kind": "string", "format": "code", "description": "its serial"},
-                ],
-            }
-        },
-        "event_types": [
-            {"name": "camera_note", "entity": "Camera", "description": "about a camera", "attributes": ["name"]}
-        ],
-    }
-    evidence = SchemaEvidence(parse_schema(cameras), None)
-    text = "Sent the X-T5 in for repair, ticket 4410"
-    spans = find_spans(LANG, text, NOW)
-    assert "X-T5" in {s.text for s in spans if s.kind == "code"}  # whole, not "T5"
-    cands = evidence.candidates("Camera", text, spans, score=False)
-    assert "X-T5" in {c.surface for c in cands["name"]} and "4410" not in {c.surface for c in cands["name"]}
-    assert {"X-T5", "4410"} <= {c.surface for c in cands["serial"]}
-
-
 @pytest.mark.parametrize(
     ("text", "word", "scope", "negated"),
     [

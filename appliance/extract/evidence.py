@@ -238,7 +238,7 @@ def allowed_kinds(a: Attribute) -> frozenset[str]:
 def _model_code(s: Span, a: Attribute) -> bool:
     """A code with a letter in it may be a free string's value too ("X-T5" names a camera; "4410"
     stays an amount or an id)."""
-    free = a.kind in ("string", "list") and a.format in ("", None)
+    free = a.kind in ("string", "list") and not a.format
     return free and s.kind == "code" and any(ch.isalpha() for ch in s.text)
 
 

@@ -179,3 +179,16 @@ def test_an_import_says_what_it_dropped(tmp_path) -> None:  # type: ignore[no-un
         "Trip.legs: a nested object (its own entity when it is one of the schema's definitions)",
         "Trip.either: a choice between several types",
     ]
+
+
+def test_an_imported_slot_gets_its_kind_whatever_its_wording() -> None:
+    """The same slot reworded (SGD-X) keeps its kind: money said without a number word is a number,
+    a count of time units in the plural is a number, not a time of day; dates and times stay."""
+    from appliance.domain.importers import infer_kind
+
+    assert infer_kind("transfer_value", "Sum of money to be transferred") == ("number", "")
+    assert infer_kind("available_funds", "How much money is in the account") == ("number", "")
+    assert infer_kind("days_staying", "Time span that guest is staying in days") == ("number", "")
+    assert infer_kind("number_of_days", "Number of days for the booking") == ("number", "")
+    assert infer_kind("check_in_date", "Date of the check in") == ("date", "")
+    assert infer_kind("pickup_time", "Time of the pick up") == ("time", "")

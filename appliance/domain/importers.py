@@ -59,9 +59,14 @@ def infer_kind(name: str, description: str, lang: Language | None = None) -> tup
     name_words = " " + re.sub(r"[_\-]+", " ", re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)).lower() + " "
     desc = " " + description.lower() + " "
 
+    # an amount of money is a number ("Sum of money to be transferred"), and so is a count of
+    # time units, said in the plural ("days_staying", "Time span … in days")
+    counted = {w for w, unit in lang.lex.unit_words.items() if w != unit and w.startswith(unit)}
+    extra = {"number": (*kw.get("money", ()), *sorted(counted))}
+
     def hits(kind: str) -> float:
         total = 0.0
-        for w in kw.get(kind, ()):
+        for w in dict.fromkeys((*kw.get(kind, ()), *extra.get(kind, ()))):
             w = w.lower()
             pattern = rf"(?<![a-z]){re.escape(w)}(?![a-z])" if w.isascii() else re.escape(w)
             total += 2 * len(re.findall(pattern, name_words)) + len(re.findall(pattern, desc))

@@ -680,6 +680,32 @@ def test_an_unmarked_value_of_a_start_end_pair_is_the_start_and_until_marks_the_
     assert roles("account", "Send it to their savings account.")["savings"] == (0.0, 0.0)
 
 
+def test_an_attributes_role_is_read_from_its_name_first() -> None:
+    """A cue in the name decides the role over its description's words ("Date *to* get rental
+    car" is no destination: the name says pick-up), and "end" ends a period as "start" opens it:
+    the lone date of the pair leans to the pick-up under either wording."""
+    from datetime import UTC
+
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    schema = _schema_of(
+        "rentals",
+        ["en"],
+        {
+            "Rental": [
+                {"name": "rental_pickup_date", "kind": "date", "description": "Date to get rental car"},
+                {"name": "end_date", "kind": "date", "description": "End date of rental reservation"},
+            ]
+        },
+    )
+    evidence = SchemaEvidence(schema, None)
+    text = "I will get it this Sunday."
+    found = evidence.candidates("Rental", text, find_spans(schema.language, text, datetime(2026, 12, 1, tzinfo=UTC)))
+    leaning = {name: [c.features.get("role_default", 0.0) for c in cands] for name, cands in found.items()}
+    assert leaning == {"rental_pickup_date": [1.0], "end_date": [-1.0]}
+
+
 def test_the_scorer_is_the_mean_of_its_networks(tmp_path: Path) -> None:
     from appliance.extract.evidence import FEATURES, Scorer
 

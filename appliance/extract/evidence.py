@@ -379,11 +379,10 @@ class SchemaEvidence:
                 part_count[p] = part_count.get(p, 0) + 1
         for a in ent.value_attributes:
             label = a.label if a.description else _readable(a.name)
-            words = set(re.findall(r"[\w'-]+", f"{_readable(a.name)} {a.description}".lower()))
             phrase = f" {_readable(a.name).lower()} {a.description.lower()} "
-            is_origin = bool(words & origin) or any(f" {w} " in phrase for w in origin if " " in w)
-            is_dest = bool(words & dest) or any(f" {w} " in phrase for w in dest if " " in w)
-            role = "origin" if is_origin and not is_dest else "destination" if is_dest and not is_origin else ""
+            # the name's own cue decides the role; the description only when the name has none
+            # ("rental_pickup_date: Date *to* get rental car" is a pick-up, not a destination)
+            role = _role_of(_readable(a.name), origin, dest) or _role_of(a.description, origin, dest)
             cue = self._terms(f"{_readable(a.name)} {a.description} {' '.join(a.aliases)}") - self._generic
             # the name as it may stand right before its value: whole, readable, or a distinctive
             # part that is no function word ("人均消费", "number of beds", "rooms")
@@ -850,6 +849,15 @@ class SchemaEvidence:
             if best is not None:
                 out.append(best)
         return out
+
+
+def _role_of(phrase: str, origin: set[str], dest: set[str]) -> str:
+    """ "origin" or "destination" when ``phrase`` holds cues of that role only, else ""."""
+    words = set(re.findall(r"[\w'-]+", phrase.lower()))
+    padded = f" {phrase.lower()} "
+    is_origin = bool(words & origin) or any(f" {w} " in padded for w in origin if " " in w)
+    is_dest = bool(words & dest) or any(f" {w} " in padded for w in dest if " " in w)
+    return "origin" if is_origin and not is_dest else "destination" if is_dest and not is_origin else ""
 
 
 def _role_features(info: _AttrInfo, span_role: str) -> dict[str, float]:

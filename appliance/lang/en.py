@@ -339,6 +339,8 @@ LEXICON = Lexicon(
         "dropoff",
         "return",
         "returning",
+        "end",
+        "ending",
     ),
     count_links=("of",),
     noun_openers=("the", "a", "an", "my", "your", "his", "her", "their", "our", "its", "this", "that"),

@@ -706,6 +706,27 @@ def test_an_attributes_role_is_read_from_its_name_first() -> None:
     assert leaning == {"rental_pickup_date": [1.0], "end_date": [-1.0]}
 
 
+def test_an_enum_value_said_inside_a_longer_one_is_the_longer_one() -> None:
+    """ "Premium Economy" is said, not "Economy": the shorter value found inside the longer one's
+    words is no candidate; said apart, it is."""
+    from datetime import UTC
+
+    from appliance.extract.evidence import SchemaEvidence
+    from appliance.extract.spans import find_spans
+
+    seats = {"name": "seat_class", "kind": "enum", "values": ["Economy", "Premium Economy", "Business"]}
+    schema = _schema_of("flights", ["en"], {"Flight": [seats]})
+    evidence = SchemaEvidence(schema, None)
+    now = datetime(2026, 12, 1, tzinfo=UTC)
+
+    def values(text: str) -> list[str]:
+        found = evidence.candidates("Flight", text, find_spans(schema.language, text, now), score=False)
+        return sorted(c.value for c in found.get("seat_class", []))
+
+    assert values("I want Premium Economy seats on Southwest.") == ["Premium Economy"]
+    assert values("Economy is fine, not Business.") == ["Economy"]
+
+
 def test_the_scorer_is_the_mean_of_its_networks(tmp_path: Path) -> None:
     from appliance.extract.evidence import FEATURES, Scorer
 

@@ -848,7 +848,13 @@ class SchemaEvidence:
                     )
             if best is not None:
                 out.append(best)
-        return out
+        # a value said as part of a longer one ("Economy" in "Premium Economy") is that one's
+        exact = [c for c in out if "enum_exact" in c.features]
+        return [
+            c
+            for c in out
+            if not any(o.start <= c.start and c.end <= o.end and o.end - o.start > c.end - c.start for o in exact)
+        ]
 
 
 def _role_of(phrase: str, origin: set[str], dest: set[str]) -> str:

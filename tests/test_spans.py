@@ -334,6 +334,21 @@ def test_the_digits_of_a_code_are_no_number_of_their_own() -> None:
 @pytest.mark.parametrize(
     ("text", "surface", "value"),
     [
+        ("transfer five hundred and thirty dollars.", "five hundred and thirty dollars", 530.0),
+        ("one thousand three hundred and forty bucks to Grace", "one thousand three hundred and forty bucks", 1340.0),
+        ("two thousand and five", "two thousand and five", 2005.0),
+        ("five hundred and then some", "five hundred", 500.0),  # "and" joins only a number word
+    ],
+)
+def test_a_number_in_words_goes_on_after_its_scale_and_joiner(text: str, surface: str, value: float) -> None:
+    from appliance.extract.spans import find_spans
+
+    assert [(s.text, s.value) for s in find_spans(LANG, text, NOW) if s.kind == "number"] == [(surface, value)]
+
+
+@pytest.mark.parametrize(
+    ("text", "surface", "value"),
+    [
         ("人均100-150元的餐馆", "100-150元", "100-150"),
         ("能玩2-4个小时的景点", "2-4个小时", "2-4"),
         ("游玩时间3天 - 6天的景点", "3天 - 6天", "3-6"),  # 天 is a unit

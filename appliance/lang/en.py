@@ -223,6 +223,7 @@ LEXICON = Lexicon(
     range_joiners=("-", "–", "to", "and"),
     number_words=_NUMBERS,
     scale_words={"hundred": 100, "thousand": 1000, "million": 1_000_000},
+    scale_joiners=("and",),
     thousand_suffixes=("k",),
     currency_before={"$": "USD", "€": "EUR", "£": "GBP", "usd": "USD", "us$": "USD"},
     currency_after={

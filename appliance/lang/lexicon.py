@@ -69,6 +69,7 @@ class Lexicon:
     # --- numbers and money -----------------------------------------------------------------
     number_words: dict[str, int] = field(default_factory=dict)  # "one" → 1, "两" → 2
     scale_words: dict[str, int] = field(default_factory=dict)  # "hundred" → 100, "万" → 10000
+    scale_joiners: tuple[str, ...] = ()  # after a scale, before the rest: "five hundred *and* thirty"
     thousand_suffixes: tuple[str, ...] = ()  # "2k"
     currency_before: dict[str, str] = field(default_factory=dict)  # "$" → USD
     currency_after: dict[str, str] = field(default_factory=dict)  # "元" → CNY, "dollars" → USD

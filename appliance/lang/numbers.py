@@ -82,14 +82,18 @@ def normalise_number(lang: Language, surface: str) -> float | None:
 
 
 @lru_cache(maxsize=16)
-def _word_pattern(words: tuple[str, ...], scales: tuple[str, ...]) -> re.Pattern[str]:
+def _word_pattern(words: tuple[str, ...], scales: tuple[str, ...], joiners: tuple[str, ...] = ()) -> re.Pattern[str]:
     latin = sorted((w for w in words if w.isascii() and len(w) > 1), key=len, reverse=True)
     han = sorted({ch for w in [*words, *scales] if not w.isascii() for ch in w})
     parts = []
     if latin:
         unit = "|".join(re.escape(w) for w in latin)
         scale = "|".join(re.escape(w) for w in scales if w.isascii())
-        tail = rf"(?:[\s-]+(?:{unit}|{scale}))*" if scale else rf"(?:[\s-]+(?:{unit}))*"
+        # a joiner continues the number only after a scale and before a number word ("five
+        # hundred and thirty"); "one and two" stays two numbers
+        join = "|".join(re.escape(w) for w in joiners if w.isascii())
+        joined = rf"(?:\s+(?:{join})(?=\s+(?:{unit})\b))?" if join else ""
+        tail = rf"(?:[\s-]+(?:{unit})|[\s-]+(?:{scale}){joined})*" if scale else rf"(?:[\s-]+(?:{unit}))*"
         parts.append(rf"\b(?:{unit}){tail}\b")
     if han:
         parts.append("[" + "".join(re.escape(c) for c in han) + "]+")
@@ -108,7 +112,10 @@ def word_number(lang: Language, surface: str) -> int | None:
         return _han_number(s, words, scales)
     total, current = 0, 0
     seen = False
+    joiners = {w.lower() for w in lx.scale_joiners}
     for part in re.split(r"[\s-]+", s):
+        if part in joiners and seen:
+            continue
         if part in words:
             current += words[part]
             seen = True
@@ -171,7 +178,7 @@ def find_numbers(lang: Language, text: str) -> list[NumberSpan]:
             tuple(k.lower() for k in lx.currency_after)
         )
         out.append(NumberSpan(start, start + len(surface), surface, value, money, False))
-    for m in _word_pattern(tuple(lx.number_words), tuple(lx.scale_words)).finditer(text):
+    for m in _word_pattern(tuple(lx.number_words), tuple(lx.scale_words), lx.scale_joiners).finditer(text):
         value = word_number(lang, m.group(0))
         if value is None or m.group(0).lower() in ("a", "an"):
             continue

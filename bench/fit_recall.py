@@ -52,6 +52,7 @@ from appliance.recall.weights import NOT_FOUND_RULES, WEIGHTS_FILE, RecallWeight
 CHANNEL_GRID = (0.0, 0.5, 1.0, 2.0, 3.0)
 REACH_GRID = (0.0, 0.15, 0.3, 0.45, 0.6)
 TEXT_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
+RANK_GRID = (5.0, 10.0, 20.0, 40.0, 60.0, 100.0)
 ROUNDS = 2
 
 
@@ -155,6 +156,7 @@ def ascend(
             ("text_lexical_weight", lambda w: [replace(w, text_lexical_weight=v) for v in TEXT_GRID]),
             ("bm25_k1", lambda w: [replace(w, bm25_k1=v) for v in (0.9, 1.2, 1.5, 2.0)]),
             ("bm25_b", lambda w: [replace(w, bm25_b=v) for v in (0.1, 0.3, 0.5, 0.75)]),
+            ("rank_constant", lambda w: [replace(w, rank_constant=v) for v in RANK_GRID]),
         ]
         for name, grid in cut_grids.items():
             steps.append(

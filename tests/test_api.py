@@ -606,6 +606,24 @@ def test_equal_fused_scores_are_ordered_by_rank_and_channel_not_by_id() -> None:
         assert [f.memory_id for f in fused[2:]] == ["t2", "t1"]  # the better single rank first
 
 
+def test_the_rank_constant_decides_whether_one_first_place_beats_two_middling_ones() -> None:
+    """Large k: a memory found by two channels at ranks 8 and 9 beats one found first by a
+    single channel (nearly a vote count); small k: the first place wins."""
+    from appliance.recall.fusion import fuse
+
+    channels = {
+        "lexical": ["top", *(f"l{i}" for i in range(6)), "both"],
+        "semantic": [*(f"s{i}" for i in range(8)), "both"],
+    }
+    weights = {"lexical": 1.0, "semantic": 1.0}
+
+    def order(k: float) -> list[str]:
+        return [f.memory_id for f in fuse(channels, weights, k) if f.memory_id in ("top", "both")]
+
+    assert order(60.0) == ["both", "top"]
+    assert order(5.0) == ["top", "both"]
+
+
 def test_equal_bm25_scores_come_in_the_order_they_were_told(settings) -> None:  # type: ignore[no-untyped-def]
     """Six memories scoring alike (the same word once, the same length) come in the order they
     were told, not in the order of their random ids — one chance in 720 of passing without it."""

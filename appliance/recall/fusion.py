@@ -62,14 +62,16 @@ class Fused:
     ranks: dict[str, int] = field(default_factory=dict)
 
 
-def fuse(channels: Mapping[str, Sequence[str]], weights: Mapping[str, float] = CHANNEL_WEIGHTS) -> list[Fused]:
+def fuse(
+    channels: Mapping[str, Sequence[str]], weights: Mapping[str, float] = CHANNEL_WEIGHTS, k: float = K
+) -> list[Fused]:
     """Fused ranking of the memory ids each channel returned (best first)."""
     out: dict[str, Fused] = {}
     for channel, ids in channels.items():
         w = weights.get(channel, 1.0)
         for rank, mid in enumerate(dict.fromkeys(ids), 1):
             f = out.setdefault(mid, Fused(mid, 0.0))
-            f.score += w / (K + rank)
+            f.score += w / (k + rank)
             f.paths.append(channel)
             f.ranks[channel] = rank
     # equal sums are common (rank 1 in one channel, rank 1 in another): the better single rank,

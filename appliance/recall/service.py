@@ -163,20 +163,20 @@ class RecallService:
         if (shaped := _shape_test(schema, facts)) is not None:
             # among the candidates so far, the memories stating what the question asks for, newest
             # first
-            pool = [f.memory_id for f in fuse({k: v for k, v in channels.items() if v}, self.weights)[:CHANNEL_DEPTH]]
+            pool = [f.memory_id for f in self._fuse(channels)[:CHANNEL_DEPTH]]
             channels["shape"] = [
                 r.memory_id
                 for r in sorted(self.store.records.by_ids(pool), key=lambda r: r.timestamp, reverse=True)
                 if shaped(r)
             ]
-        fused = fuse({k: v for k, v in channels.items() if v}, self.weights)
+        fused = self._fuse(channels)
         texts: dict[str, str] = {}  # memory id → text, read once for the reply and follow channels
         if replies := self._replies(schema, self._told(fused[:REPLY_SOURCES], texts)):
             channels["reply"] = replies
-            fused = fuse({k: v for k, v in channels.items() if v}, self.weights)
+            fused = self._fuse(channels)
         if follows := self._follows(self._told(fused[:FOLLOW_SOURCES], texts)):
             channels["follow"] = follows
-            fused = fuse({k: v for k, v in channels.items() if v}, self.weights)
+            fused = self._fuse(channels)
         fused = fused[:TOP_K]
         if len(fused) < TOP_K:  # a short list: the weaker neighbours after it, never before
             listed = {f.memory_id for f in fused}
@@ -217,6 +217,10 @@ class RecallService:
             signals=signals,
         )
         return result
+
+    def _fuse(self, channels: dict[str, list[str]]) -> list[Fused]:
+        """The fitted fusion of the channels that found anything."""
+        return fuse({k: v for k, v in channels.items() if v}, self.weights, self.tuning.rank_constant)
 
     def _told(self, head: list[Fused], known: dict[str, str]) -> list[tuple[str, str]]:
         """(memory id, text) of the best hits, in their order; texts read once into ``known``."""

@@ -2,7 +2,7 @@
 
 Written by ``bench/fit_recall.py`` from the fit split of the conversational sets (never from the
 held-out half): the weight of each channel in the fused ranking, the share of the best lexical
-score a hit needs to take part, BM25's k1 and b, the BM25 share of the text channel's score
+score a hit needs to take part, the rank fusion's constant, BM25's k1 and b, the BM25 share of the text channel's score
 fusion, and per sentence encoder the cosines that decide what the semantic
 channel offers (cosines of one encoder do not compare with another's: e5's unrelated pairs score
 about 0.75, USE v3's about 0.1).
@@ -59,6 +59,9 @@ class RecallWeights:
     semantic: dict[str, SemanticCuts] = field(default_factory=dict)
     # the "not found" rules kept by the fit (each earns its place on the fit split)
     not_found_rules: frozenset[str] = frozenset(NOT_FOUND_RULES)
+    # reciprocal-rank fusion's constant: a memory ranked r by a channel gains weight / (k + r); a
+    # small k lets a channel's first few ranks count far more than its tenth
+    rank_constant: float = 60.0
 
     def channels_for(self, encoder: str | None) -> dict[str, float]:
         """The fusion weights for recall with ``encoder`` (None: no encoder)."""
@@ -81,6 +84,7 @@ class RecallWeights:
             bm25_b=float(data["bm25_b"]),
             semantic={k: SemanticCuts(**v) for k, v in data["semantic"].items()},
             not_found_rules=frozenset(data.get("not_found_rules", NOT_FOUND_RULES)),
+            rank_constant=float(data.get("rank_constant", 60.0)),
         )
 
     def to_json(self, **meta: Any) -> str:
@@ -95,5 +99,6 @@ class RecallWeights:
             "bm25_b": self.bm25_b,
             "semantic": {k: vars(v) for k, v in self.semantic.items()},
             "not_found_rules": [r for r in NOT_FOUND_RULES if r in self.not_found_rules],
+            "rank_constant": self.rank_constant,
         }
         return json.dumps(out, indent=1, ensure_ascii=False) + "\n"

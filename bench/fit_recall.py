@@ -8,8 +8,10 @@ a stored question and the right "not found" decision for every question (a store
 be called not found, a false-premise one must), so ranking and "not found" are fitted together.
 
 Coordinate ascent from the shipped values, in a fixed order over fixed grids (the same file
-comes out every run): each channel's fusion weight, the lexical reach, and the active encoder's
-semantic cuts. A step must gain at least one question to be taken (ties keep the current value).
+comes out every run): each channel's fusion weight, the lexical reach, the text channel's BM25
+share and parameters, the rank fusion's constant, how bare a question turn must be to go after
+the statements, and the active encoder's semantic cuts. A step must gain at least one question
+to be taken (ties keep the current value).
 
 Then the "not found" rules (``RecallService.reasons``): every rule is read for every fit
 question once, and the subset deciding the most of them right is kept (over all subsets; a
@@ -53,6 +55,7 @@ CHANNEL_GRID = (0.0, 0.5, 1.0, 2.0, 3.0)
 REACH_GRID = (0.0, 0.15, 0.3, 0.45, 0.6)
 TEXT_GRID = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7)
 RANK_GRID = (5.0, 10.0, 20.0, 40.0, 60.0, 100.0)
+BARE_GRID = (-1, 0, 1, 2, 3, 4, 6, 10, 100)  # -1: off; 100: every question turn
 ROUNDS = 2
 
 
@@ -157,6 +160,7 @@ def ascend(
             ("bm25_k1", lambda w: [replace(w, bm25_k1=v) for v in (0.9, 1.2, 1.5, 2.0)]),
             ("bm25_b", lambda w: [replace(w, bm25_b=v) for v in (0.1, 0.3, 0.5, 0.75)]),
             ("rank_constant", lambda w: [replace(w, rank_constant=v) for v in RANK_GRID]),
+            ("bare_question_terms", lambda w: [replace(w, bare_question_terms=v) for v in BARE_GRID]),
         ]
         for name, grid in cut_grids.items():
             steps.append(

@@ -720,6 +720,39 @@ def test_the_reply_to_a_question_among_the_best_hits_is_recalled_as_its_answer(s
     app.close()
 
 
+def test_a_turn_that_only_asks_back_goes_after_the_statements(settings) -> None:  # type: ignore[no-untyped-def]
+    """ "Ben: What happened?" shares the asked name and a question's shape with every question
+    about Ben and says nothing: with the fitted limit it ranks after the turns that tell things,
+    and stays in the list (its reply is found through it)."""
+    from dataclasses import replace
+    from datetime import UTC, datetime, timedelta
+
+    from appliance.recall.fusion import SHIPPED
+    from appliance.recall.service import RecallService
+
+    app = Appliance(db=settings.home / "bare.duckdb", model=FakeEngine(), settings=settings, embedder=None)
+    t0 = datetime(2026, 3, 7, 18, 0, tzinfo=UTC)
+    turns = [
+        "Nora: Ben's bike was stolen outside the gym on Monday, it happened at noon.",
+        "Ben: What happened?",
+        "Nora: Someone cut the lock.",
+    ]
+    recs = [app.record(text, "s", now=t0 + timedelta(minutes=i)) for i, text in enumerate(turns)]
+    question, now = "What happened with Ben?", datetime(2026, 8, 1, tzinfo=UTC)
+    parsed = app.parser_for(app.schema).parse(question, now)
+
+    def ranked(limit: int) -> list[str]:
+        service = RecallService(app.store, None, replace(SHIPPED, bare_question_terms=limit))
+        res = service.recall(app.schema, parsed, question, "s", now)
+        return [m.memory.memory_id for m in res.memories]
+
+    off, on = ranked(-1), ranked(2)
+    assert off.index(recs[1].memory_id) < off.index(recs[0].memory_id)  # the bare question first
+    assert on.index(recs[0].memory_id) < on.index(recs[1].memory_id)
+    assert set(on) == set(off)
+    app.close()
+
+
 def test_the_turn_after_a_best_hit_is_recalled_with_it(settings) -> None:  # type: ignore[no-untyped-def]
     """In a labelled transcript the answer is often the turn after the one sharing the question's
     words: "Ben's Portuguese lessons" finds "I take lessons twice a week", and with it the next

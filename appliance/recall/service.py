@@ -35,8 +35,8 @@ from ..extract.spans import find_spans
 from ..lang import Language, has_cjk
 from ..lang.dates import find_dates
 from ..lang.numbers import said_in_unit
-from ..lang.segment import index_terms
-from ..lang.speakers import speaker
+from ..lang.segment import cjk_words, index_terms
+from ..lang.speakers import opening, speaker
 from ..model.embed import Embedder
 from ..store import MemoryStore
 from .attribution import content_words, names, tells_of
@@ -177,6 +177,8 @@ class RecallService:
         if follows := self._follows(self._told(fused[:FOLLOW_SOURCES], texts)):
             channels["follow"] = follows
             fused = self._fuse(channels)
+        if self.tuning.bare_question_terms >= 0:
+            fused = self._pointers_last(schema, fused, texts)
         fused = fused[:TOP_K]
         if len(fused) < TOP_K:  # a short list: the weaker neighbours after it, never before
             listed = {f.memory_id for f in fused}
@@ -221,6 +223,27 @@ class RecallService:
     def _fuse(self, channels: dict[str, list[str]]) -> list[Fused]:
         """The fitted fusion of the channels that found anything."""
         return fuse({k: v for k, v in channels.items() if v}, self.weights, self.tuning.rank_constant)
+
+    def _pointers_last(self, schema: MemorySchema, fused: list[Fused], texts: dict[str, str]) -> list[Fused]:
+        """The ranking with the turns that only ask back ("Marcus: What happened?", "你说呢？") after
+        the others among the first ``CHANNEL_DEPTH``: such a turn shares the asked person's name
+        and a question's shape with every question about them, and says nothing itself (its
+        reply, which does, is read by the reply and follow channels)."""
+        head = fused[:CHANNEL_DEPTH]
+        told = dict(self._told(head, texts))
+        limit = self.tuning.bare_question_terms
+
+        def pointer(f: Fused) -> bool:
+            text = told.get(f.memory_id, "")
+            said = text[opening(text) :]
+            return schema.language.is_question(said) and _content_count(schema.language, said) <= limit
+
+        asks = {f.memory_id for f in head if pointer(f)}
+        return (
+            [f for f in head if f.memory_id not in asks]
+            + [f for f in head if f.memory_id in asks]
+            + fused[CHANNEL_DEPTH:]
+        )
 
     def _told(self, head: list[Fused], known: dict[str, str]) -> list[tuple[str, str]]:
         """(memory id, text) of the best hits, in their order; texts read once into ``known``."""
@@ -556,6 +579,15 @@ def _shape_test(schema: MemorySchema, facts: QuestionFacts) -> Callable[[MemoryR
         readings = [set(_terms(x)) for w in facts.residual for x in w.split("|")]
         return lambda r: (not readings or _says_any(r.source_text, readings)) and _tells_time(lang, r)
     return None
+
+
+def _content_count(lang: Language, text: str) -> int:
+    """How many content words ``text`` says: its Latin index terms (function words left out) and
+    its CJK words by the segmenter that are no function words ("你说呢？" says one: 说)."""
+    latin = [t for t in index_terms(text) if not has_cjk(t)]
+    stop = set(lang.lex.stopwords)
+    cjk = [w for a, b, _ in cjk_words(text) if has_cjk(w := text[a:b]) and w not in stop] if has_cjk(text) else []
+    return len(latin) + len(cjk)
 
 
 def _says_any(text: str, readings: list[set[str]]) -> bool:

@@ -62,6 +62,9 @@ class RecallWeights:
     # reciprocal-rank fusion's constant: a memory ranked r by a channel gains weight / (k + r); a
     # small k lets a channel's first few ranks count far more than its tenth
     rank_constant: float = 60.0
+    # a turn that only asks back ("Marcus: What happened?") is a pointer to its reply, not evidence:
+    # a question with at most this many content words goes after the rest of the ranking (-1: off)
+    bare_question_terms: int = -1
 
     def channels_for(self, encoder: str | None) -> dict[str, float]:
         """The fusion weights for recall with ``encoder`` (None: no encoder)."""
@@ -85,6 +88,7 @@ class RecallWeights:
             semantic={k: SemanticCuts(**v) for k, v in data["semantic"].items()},
             not_found_rules=frozenset(data.get("not_found_rules", NOT_FOUND_RULES)),
             rank_constant=float(data.get("rank_constant", 60.0)),
+            bare_question_terms=int(data.get("bare_question_terms", -1)),
         )
 
     def to_json(self, **meta: Any) -> str:
@@ -100,5 +104,6 @@ class RecallWeights:
             "semantic": {k: vars(v) for k, v in self.semantic.items()},
             "not_found_rules": [r for r in NOT_FOUND_RULES if r in self.not_found_rules],
             "rank_constant": self.rank_constant,
+            "bare_question_terms": self.bare_question_terms,
         }
         return json.dumps(out, indent=1, ensure_ascii=False) + "\n"

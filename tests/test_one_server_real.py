@@ -132,3 +132,41 @@ def test_one_server_serves_the_panel_the_api_mcp_and_the_cli_on_one_memory(tmp_p
         proc.wait(timeout=60)
     with_file = _cli(home, "--db", db, "recall", "Which plant did I repot?", "--session", "me", "--json")
     assert with_file.returncode == 0 and "Frida" in json.loads(with_file.stdout)["context"]
+
+
+def test_serve_on_a_postgresql_memory_answers_over_http_and_keeps_it(tmp_path: Path, pg_url: str) -> None:
+    """``appliance --db postgresql://… serve`` as its own process: a record made over HTTP is
+    recalled over HTTP, and after the server stops the CLI finds it in the same database."""
+    home, schema = tmp_path / "home", tmp_path / "plants.json"
+    schema.write_text(json.dumps(PLANTS))
+    made = _cli(home, "--db", pg_url, "--schema", str(schema), "--create", "db", "status", "--json")
+    assert made.returncode == 0, made.stderr
+    port = free_port()
+    env = {**os.environ, "APPLIANCE_HOME": str(home), "OMP_WAIT_POLICY": "PASSIVE"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "appliance", "--db", pg_url, "serve", "--port", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stderr is not None
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and "ready on" not in proc.stderr.readline():
+            if proc.poll() is not None:
+                raise AssertionError(proc.stderr.read())
+        told = httpx.post(
+            f"{base}/record", json={"text": "I repotted Frida, my fern, this morning", "session_id": "me"}, timeout=120
+        )
+        assert told.status_code == 200, told.text
+        found = httpx.post(
+            f"{base}/recall", json={"question": "Which plant did I repot?", "session_id": "me"}, timeout=120
+        ).json()
+        assert "Frida" in found["context"] and not found["not_found"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    status = _cli(home, "--db", pg_url, "db", "status", "--json")
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["counts"]["memories"] == 1

@@ -753,6 +753,18 @@ def test_a_turn_that_only_asks_back_goes_after_the_statements(settings) -> None:
     app.close()
 
 
+def test_a_turns_content_words_are_counted_in_either_script() -> None:
+    from appliance.lang import language_for
+    from appliance.recall.service import _content_count
+
+    lang = language_for(("en", "zh"))
+    assert _content_count(lang, "What?") == 0
+    assert _content_count(lang, "What happened?") == 1
+    assert _content_count(lang, "Big jump. Can you afford it?") == 3
+    assert _content_count(lang, "什么？") == 0
+    assert _content_count(lang, "你说呢？") == 1
+
+
 def test_the_turn_after_a_best_hit_is_recalled_with_it(settings) -> None:  # type: ignore[no-untyped-def]
     """In a labelled transcript the answer is often the turn after the one sharing the question's
     words: "Ben's Portuguese lessons" finds "I take lessons twice a week", and with it the next

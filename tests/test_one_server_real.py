@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,11 +48,37 @@ PLANTS = {
 }
 
 
+def _env(home: Path) -> dict[str, str]:
+    return {**os.environ, "APPLIANCE_HOME": str(home), "OMP_WAIT_POLICY": "PASSIVE"}
+
+
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "APPLIANCE_HOME": str(home), "OMP_WAIT_POLICY": "PASSIVE"}
     return subprocess.run(
-        [sys.executable, "-m", "appliance", *args], capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, "-m", "appliance", *args], capture_output=True, text=True, env=_env(home), timeout=300
     )
+
+
+@contextmanager
+def _serving(home: Path, db: str) -> Iterator[tuple[str, int]]:
+    """``appliance --db DB serve`` as its own process, once it says it is ready: (base URL,
+    port); stopped on the way out."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "appliance", "--db", db, "serve", "--port", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(home),
+    )
+    assert proc.stderr is not None
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and "ready on" not in proc.stderr.readline():
+            if proc.poll() is not None:
+                raise AssertionError(proc.stderr.read())
+        yield f"http://127.0.0.1:{port}", port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
 
 
 def test_one_server_serves_the_panel_the_api_mcp_and_the_cli_on_one_memory(tmp_path: Path) -> None:
@@ -61,21 +89,8 @@ def test_one_server_serves_the_panel_the_api_mcp_and_the_cli_on_one_memory(tmp_p
     schema.write_text(json.dumps(PLANTS))
     made = _cli(home, "--db", db, "--schema", str(schema), "--create", "db", "status", "--json")
     assert made.returncode == 0, made.stderr
-    port = free_port()
-    env = {**os.environ, "APPLIANCE_HOME": str(home), "OMP_WAIT_POLICY": "PASSIVE"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "appliance", "--db", db, "serve", "--port", str(port)],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert proc.stderr is not None
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 240
-        while time.time() < deadline and "ready on" not in proc.stderr.readline():
-            if proc.poll() is not None:
-                raise AssertionError(proc.stderr.read())
+    env = _env(home)
+    with _serving(home, db) as (base, port):
         told = _cli(home, "--db", db, "record", "I repotted Frida, my fern, this morning", "--session", "me", "--json")
         assert told.returncode == 0, told.stderr
         rec = json.loads(told.stdout)
@@ -127,9 +142,6 @@ def test_one_server_serves_the_panel_the_api_mcp_and_the_cli_on_one_memory(tmp_p
         assert "Traceback" not in second.stderr
         wrong = _cli(home, "--db", db, "--schema", "customer_service", "recall", "Frida?")
         assert wrong.returncode == 1 and "'plants'" in wrong.stderr
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
     with_file = _cli(home, "--db", db, "recall", "Which plant did I repot?", "--session", "me", "--json")
     assert with_file.returncode == 0 and "Frida" in json.loads(with_file.stdout)["context"]
 
@@ -141,21 +153,7 @@ def test_serve_on_a_postgresql_memory_answers_over_http_and_keeps_it(tmp_path: P
     schema.write_text(json.dumps(PLANTS))
     made = _cli(home, "--db", pg_url, "--schema", str(schema), "--create", "db", "status", "--json")
     assert made.returncode == 0, made.stderr
-    port = free_port()
-    env = {**os.environ, "APPLIANCE_HOME": str(home), "OMP_WAIT_POLICY": "PASSIVE"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "appliance", "--db", pg_url, "serve", "--port", str(port)],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert proc.stderr is not None
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 240
-        while time.time() < deadline and "ready on" not in proc.stderr.readline():
-            if proc.poll() is not None:
-                raise AssertionError(proc.stderr.read())
+    with _serving(home, pg_url) as (base, _):
         told = httpx.post(
             f"{base}/record", json={"text": "I repotted Frida, my fern, this morning", "session_id": "me"}, timeout=120
         )
@@ -164,9 +162,6 @@ def test_serve_on_a_postgresql_memory_answers_over_http_and_keeps_it(tmp_path: P
             f"{base}/recall", json={"question": "Which plant did I repot?", "session_id": "me"}, timeout=120
         ).json()
         assert "Frida" in found["context"] and not found["not_found"]
-    finally:
-        proc.terminate()
-        proc.wait(timeout=60)
     status = _cli(home, "--db", pg_url, "db", "status", "--json")
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["counts"]["memories"] == 1

@@ -18,7 +18,7 @@ from .weights import RecallWeights
 
 __all__ = ["Fused", "fuse", "within_reach", "text_scores", "CHANNEL_WEIGHTS", "K", "SHIPPED"]
 
-K = 60
+K = RecallWeights.rank_constant  # the rank constant before any fit
 SHIPPED = RecallWeights.load()
 CHANNEL_WEIGHTS: dict[str, float] = SHIPPED.unfitted_channels  # equal weights: fuse()'s default
 

@@ -585,9 +585,15 @@ def _content_count(lang: Language, text: str) -> int:
     """How many content words ``text`` says: its Latin index terms (function words left out) and
     its CJK words by the segmenter that are no function words ("你说呢？" says one: 说)."""
     latin = [t for t in index_terms(text) if not has_cjk(t)]
-    stop = set(lang.lex.stopwords)
-    cjk = [w for a, b, _ in cjk_words(text) if has_cjk(w := text[a:b]) and w not in stop] if has_cjk(text) else []
-    return len(latin) + len(cjk)
+    if not has_cjk(text):
+        return len(latin)
+    stop = _stopwords(lang)
+    return len(latin) + sum(1 for a, b, _ in cjk_words(text) if has_cjk(w := text[a:b]) and w not in stop)
+
+
+@lru_cache(maxsize=8)
+def _stopwords(lang: Language) -> frozenset[str]:
+    return frozenset(lang.lex.stopwords)
 
 
 def _says_any(text: str, readings: list[set[str]]) -> bool:

@@ -1,11 +1,12 @@
 """The read path's fitted numbers, shipped as a data file (``weights.json``).
 
 Written by ``bench/fit_recall.py`` from the fit split of the conversational sets (never from the
-held-out half): the weight of each channel in the fused ranking, the share of the best lexical
-score a hit needs to take part, the rank fusion's constant, BM25's k1 and b, the BM25 share of the text channel's score
-fusion, and per sentence encoder the cosines that decide what the semantic
-channel offers (cosines of one encoder do not compare with another's: e5's unrelated pairs score
-about 0.75, USE v3's about 0.1).
+held-out half): the weight of each channel in the fused ranking, the rank fusion's constant,
+the share of the best lexical score a hit needs to take part, BM25's k1 and b, the BM25 share of
+the text channel's score fusion, how bare a question turn must be to go after the statements,
+and per sentence encoder the cosines that decide what the semantic channel offers (cosines of
+one encoder do not compare with another's: e5's unrelated pairs score about 0.75, USE v3's about
+0.1).
 """
 
 from __future__ import annotations
@@ -87,8 +88,8 @@ class RecallWeights:
             bm25_b=float(data["bm25_b"]),
             semantic={k: SemanticCuts(**v) for k, v in data["semantic"].items()},
             not_found_rules=frozenset(data.get("not_found_rules", NOT_FOUND_RULES)),
-            rank_constant=float(data.get("rank_constant", 60.0)),
-            bare_question_terms=int(data.get("bare_question_terms", -1)),
+            rank_constant=float(data.get("rank_constant", cls.rank_constant)),
+            bare_question_terms=int(data.get("bare_question_terms", cls.bare_question_terms)),
         )
 
     def to_json(self, **meta: Any) -> str:
